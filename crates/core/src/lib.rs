@@ -1,0 +1,43 @@
+//! # sieve-core
+//!
+//! The vocabulary every other sieve crate speaks:
+//!
+//! - [`Candidates`]: the token candidates of one decoding step, as a struct of arrays that stays
+//!   *dense* (token id = index) until the first stage that truncates it, so that a
+//!   full-vocabulary step reads the logits as few times as possible;
+//! - [`Sampler`]: one stage of a pipeline (`apply`, `accept`, `reset`, `name`), modelled on
+//!   llama.cpp's `llama_sampler_i`; selection (`dist`, `greedy`, mirostat) is a stage too;
+//! - [`Context`]: what a stage may look at besides the candidates: the token history with the
+//!   prompt length, the vocabulary bytes when known, the step index;
+//! - [`SieveRng`]: a seeded, portable random generator (ChaCha8), identical on every machine;
+//! - [`Registry`]: stage constructors by name with their parameter schemas, open to stages
+//!   defined outside this crate (plugins register there);
+//! - [`Pipeline`]: a built chain of stages that turns candidates into one token.
+//!
+//! The crate is `#![no_std]` + `alloc`; the `std` feature only adds `std::error::Error` impls.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod candidates;
+mod context;
+mod error;
+pub mod math;
+mod params;
+mod pipeline;
+mod registry;
+mod rng;
+mod sampler;
+
+pub use candidates::Candidates;
+pub use context::{BuildContext, Context, Vocab};
+pub use error::Error;
+pub use params::{Args, ParamKind, ParamSpec, Range, Value};
+pub use pipeline::Pipeline;
+pub use registry::{BuildFn, Registry, StageEntry, StageInfo};
+pub use rng::SieveRng;
+pub use sampler::Sampler;
+
+/// Result type of this crate.
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,435 @@
+//! Stage parameters: the values a pipeline passes, the schema a stage declares, and the
+//! validated arguments a stage constructor receives.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::error::Error;
+
+/// One argument value, as written in a pipeline (`40`, `0.9`, `-inf`, `"\n"`, `true`,
+/// `[1, 2]`, `{13: -inf, "Hello": 2.5}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// An integer literal.
+    Int(i64),
+    /// A float literal, including `inf` and `-inf`.
+    Float(f64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A string literal (escapes already resolved).
+    Str(String),
+    /// `[a, b, …]`.
+    List(Vec<Value>),
+    /// `{key: value, …}`, in the order written.
+    Map(Vec<(Value, Value)>),
+}
+
+impl Value {
+    /// The type name used in diagnostics (`integer`, `float`, …).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Bool(_) => "a boolean",
+            Value::Str(_) => "a string",
+            Value::List(_) => "a list",
+            Value::Map(_) => "a map",
+        }
+    }
+
+    /// The value as a number, if it is one (integers convert exactly up to 2^53).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// Formats a float so that parsing the text gives the same `f64` back, always with a `.`
+/// or an exponent so it reads as a float (`1.0`, `0.05`, `1e-7`, `inf`, `-inf`).
+fn write_float(f: &mut fmt::Formatter<'_>, x: f64) -> fmt::Result {
+    if x.is_infinite() {
+        return f.write_str(if x > 0.0 { "inf" } else { "-inf" });
+    }
+    let text = alloc::format!("{x:?}");
+    f.write_str(&text)
+}
+
+fn write_str_literal(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("\"")?;
+    for ch in s.chars() {
+        match ch {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            '\0' => f.write_str("\\0")?,
+            c if c.is_control() => write!(f, "\\u{{{:x}}}", c as u32)?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("\"")
+}
+
+/// Prints the value in pipeline syntax; parsing the text gives the same value back.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write_float(f, *x),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Str(s) => write_str_literal(f, s),
+            Value::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Map(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {v}")?;
+                }
+                f.write_str("}")
+            }
+        }
+    }
+}
+
+/// The type a parameter accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A number; integers are accepted and converted.
+    Float,
+    /// An integer.
+    Int,
+    /// A boolean.
+    Bool,
+    /// A string.
+    Str,
+    /// A list; the stage checks its elements.
+    List,
+    /// A map; the stage checks its keys and values.
+    Map,
+}
+
+impl fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ParamKind::Float => "a number",
+            ParamKind::Int => "an integer",
+            ParamKind::Bool => "a boolean",
+            ParamKind::Str => "a string",
+            ParamKind::List => "a list",
+            ParamKind::Map => "a map",
+        })
+    }
+}
+
+impl ParamKind {
+    /// Short name for listings (`float`, `int`, …).
+    pub fn short_name(&self) -> &'static str {
+        match self {
+            ParamKind::Float => "float",
+            ParamKind::Int => "int",
+            ParamKind::Bool => "bool",
+            ParamKind::Str => "string",
+            ParamKind::List => "list",
+            ParamKind::Map => "map",
+        }
+    }
+}
+
+/// The valid interval of a numeric parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// Lower bound (may be `-inf`).
+    pub min: f64,
+    /// Upper bound (may be `inf`).
+    pub max: f64,
+    /// Whether `min` itself is allowed.
+    pub min_inclusive: bool,
+    /// Whether `max` itself is allowed.
+    pub max_inclusive: bool,
+}
+
+impl Range {
+    /// `[min, max]`.
+    pub const fn closed(min: f64, max: f64) -> Self {
+        Range { min, max, min_inclusive: true, max_inclusive: true }
+    }
+    /// `[min, inf)`.
+    pub const fn at_least(min: f64) -> Self {
+        Range { min, max: f64::INFINITY, min_inclusive: true, max_inclusive: false }
+    }
+    /// `(min, inf)`.
+    pub const fn greater_than(min: f64) -> Self {
+        Range { min, max: f64::INFINITY, min_inclusive: false, max_inclusive: false }
+    }
+    /// `(min, max)`.
+    pub const fn open(min: f64, max: f64) -> Self {
+        Range { min, max, min_inclusive: false, max_inclusive: false }
+    }
+    /// Whether `x` lies in the interval (NaN never does).
+    pub fn contains(&self, x: f64) -> bool {
+        let above = if self.min_inclusive { x >= self.min } else { x > self.min };
+        let below = if self.max_inclusive { x <= self.max } else { x < self.max };
+        above && below
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let num = |x: f64| -> String {
+            if x == f64::INFINITY {
+                "inf".to_string()
+            } else if x == f64::NEG_INFINITY {
+                "-inf".to_string()
+            } else {
+                alloc::format!("{x}")
+            }
+        };
+        write!(
+            f,
+            "{}{}, {}{}",
+            if self.min_inclusive { '[' } else { '(' },
+            num(self.min),
+            num(self.max),
+            if self.max_inclusive { ']' } else { ')' }
+        )
+    }
+}
+
+/// One parameter of a stage: its name, type, default, valid range and a one-line doc.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    /// The name used in `name=value`.
+    pub name: String,
+    /// The accepted type.
+    pub kind: ParamKind,
+    /// The default; `None` makes the parameter required.
+    pub default: Option<Value>,
+    /// Valid interval for numeric parameters.
+    pub range: Option<Range>,
+    /// One line for `sieve samplers`.
+    pub doc: String,
+}
+
+impl ParamSpec {
+    /// A parameter of `kind` with no default and no range.
+    pub fn new(name: &str, kind: ParamKind, doc: &str) -> Self {
+        ParamSpec { name: name.to_string(), kind, default: None, range: None, doc: doc.to_string() }
+    }
+    /// A float parameter with a default and a range.
+    pub fn float(name: &str, default: f64, range: Range, doc: &str) -> Self {
+        ParamSpec::new(name, ParamKind::Float, doc).with_default(Value::Float(default)).with_range(range)
+    }
+    /// An integer parameter with a default and a range.
+    pub fn int(name: &str, default: i64, range: Range, doc: &str) -> Self {
+        ParamSpec::new(name, ParamKind::Int, doc).with_default(Value::Int(default)).with_range(range)
+    }
+    /// The `seed` parameter every random stage has: `-1` (the default) means the run's seed
+    /// (`--seed`).
+    pub fn seed() -> Self {
+        ParamSpec::int(
+            "seed",
+            -1,
+            Range::closed(-1.0, i64::MAX as f64),
+            "random seed; -1 uses the run's --seed",
+        )
+    }
+    /// Sets the default.
+    pub fn with_default(mut self, default: Value) -> Self {
+        self.default = Some(default);
+        self
+    }
+    /// Sets the valid range.
+    pub fn with_range(mut self, range: Range) -> Self {
+        self.range = Some(range);
+        self
+    }
+
+    /// Checks `value` against this parameter's type and range and returns it in canonical type
+    /// (an integer given for a float parameter becomes a float). On failure returns a message
+    /// without location, for the caller to place.
+    pub fn check(&self, value: &Value) -> Result<Value, String> {
+        let converted = match (self.kind, value) {
+            (ParamKind::Float, Value::Int(i)) => Value::Float(*i as f64),
+            (ParamKind::Float, Value::Float(_))
+            | (ParamKind::Int, Value::Int(_))
+            | (ParamKind::Bool, Value::Bool(_))
+            | (ParamKind::Str, Value::Str(_))
+            | (ParamKind::List, Value::List(_))
+            | (ParamKind::Map, Value::Map(_)) => value.clone(),
+            (kind, v) => {
+                return Err(alloc::format!("`{}` must be {kind}, found {}", self.name, v.type_name()))
+            }
+        };
+        if let (Some(range), Some(x)) = (self.range, converted.as_f64()) {
+            if x.is_nan() || !range.contains(x) {
+                return Err(alloc::format!(
+                    "`{}` = {converted} is out of range; valid range is {range}",
+                    self.name
+                ));
+            }
+        }
+        Ok(converted)
+    }
+}
+
+/// The validated arguments of one stage: every parameter of its schema by name, defaults
+/// filled, types checked. Constructors read them with the typed getters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Args {
+    stage: String,
+    values: Vec<(String, Value)>,
+}
+
+impl Args {
+    /// Arguments of `stage`, in schema order.
+    pub fn new(stage: &str, values: Vec<(String, Value)>) -> Self {
+        Args { stage: stage.to_string(), values }
+    }
+    /// The stage these arguments belong to.
+    pub fn stage(&self) -> &str {
+        &self.stage
+    }
+    /// All `(name, value)` pairs in schema order.
+    pub fn values(&self) -> &[(String, Value)] {
+        &self.values
+    }
+    /// The value of `name`, if present.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+    fn require(&self, name: &str) -> Result<&Value, Error> {
+        self.get(name).ok_or_else(|| Error::MissingArgument {
+            stage: self.stage.clone(),
+            param: name.to_string(),
+        })
+    }
+    fn wrong(&self, name: &str, expected: ParamKind, found: &Value) -> Error {
+        Error::WrongType {
+            stage: self.stage.clone(),
+            param: name.to_string(),
+            expected,
+            found: found.type_name(),
+        }
+    }
+    /// An error about argument `name` of this stage, for constructors that check more than the
+    /// schema can.
+    pub fn invalid(&self, name: &str, message: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            stage: self.stage.clone(),
+            param: name.to_string(),
+            message: message.into(),
+        }
+    }
+    /// A number.
+    pub fn f64(&self, name: &str) -> Result<f64, Error> {
+        let v = self.require(name)?;
+        v.as_f64().ok_or_else(|| self.wrong(name, ParamKind::Float, v))
+    }
+    /// A number as `f32`.
+    pub fn f32(&self, name: &str) -> Result<f32, Error> {
+        self.f64(name).map(|x| x as f32)
+    }
+    /// An integer.
+    pub fn i64(&self, name: &str) -> Result<i64, Error> {
+        match self.require(name)? {
+            Value::Int(i) => Ok(*i),
+            v => Err(self.wrong(name, ParamKind::Int, v)),
+        }
+    }
+    /// A non-negative integer as `usize` (negative values are an [`Error::InvalidArgument`]).
+    pub fn usize(&self, name: &str) -> Result<usize, Error> {
+        let i = self.i64(name)?;
+        usize::try_from(i).map_err(|_| self.invalid(name, alloc::format!("{i} is negative")))
+    }
+    /// A boolean.
+    pub fn bool(&self, name: &str) -> Result<bool, Error> {
+        match self.require(name)? {
+            Value::Bool(b) => Ok(*b),
+            v => Err(self.wrong(name, ParamKind::Bool, v)),
+        }
+    }
+    /// A string.
+    pub fn str(&self, name: &str) -> Result<&str, Error> {
+        match self.require(name)? {
+            Value::Str(s) => Ok(s),
+            v => Err(self.wrong(name, ParamKind::Str, v)),
+        }
+    }
+    /// A list.
+    pub fn list(&self, name: &str) -> Result<&[Value], Error> {
+        match self.require(name)? {
+            Value::List(items) => Ok(items),
+            v => Err(self.wrong(name, ParamKind::List, v)),
+        }
+    }
+    /// A map, as its entries in written order.
+    pub fn map(&self, name: &str) -> Result<&[(Value, Value)], Error> {
+        match self.require(name)? {
+            Value::Map(entries) => Ok(entries),
+            v => Err(self.wrong(name, ParamKind::Map, v)),
+        }
+    }
+    /// The seed to use: the `seed` argument, or `run_seed` when it is `-1` (or absent).
+    pub fn seed(&self, run_seed: u64) -> Result<u64, Error> {
+        match self.get("seed") {
+            None | Some(Value::Int(-1)) => Ok(run_seed),
+            Some(Value::Int(s)) if *s >= 0 => Ok(*s as u64),
+            Some(Value::Int(s)) => Err(self.invalid("seed", alloc::format!("{s} is negative"))),
+            Some(v) => Err(self.wrong("seed", ParamKind::Int, v)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn floats_print_so_they_parse_back() {
+        assert_eq!(Value::Float(1.0).to_string(), "1.0");
+        assert_eq!(Value::Float(0.05).to_string(), "0.05");
+        assert_eq!(Value::Float(1e-7).to_string(), "1e-7");
+        assert_eq!(Value::Float(f64::NEG_INFINITY).to_string(), "-inf");
+        assert_eq!(Value::Str("a\"\n".into()).to_string(), "\"a\\\"\\n\"");
+        let map = Value::Map(vec![(Value::Int(13), Value::Float(-2.5))]);
+        assert_eq!(map.to_string(), "{13: -2.5}");
+    }
+
+    #[test]
+    fn check_converts_ints_and_reports_ranges() {
+        let p = ParamSpec::float("p", 0.9, Range::closed(0.0, 1.0), "mass");
+        assert_eq!(p.check(&Value::Int(1)), Ok(Value::Float(1.0)));
+        let err = p.check(&Value::Float(1.5)).unwrap_err();
+        assert_eq!(err, "`p` = 1.5 is out of range; valid range is [0, 1]");
+        let err = p.check(&Value::Str("x".into())).unwrap_err();
+        assert_eq!(err, "`p` must be a number, found a string");
+        let k = ParamSpec::int("k", 40, Range::at_least(0.0), "count");
+        assert!(k.check(&Value::Float(1.0)).is_err());
+        assert!(p.check(&Value::Float(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn seed_minus_one_is_the_run_seed() {
+        let args = Args::new("dist", vec![("seed".into(), Value::Int(-1))]);
+        assert_eq!(args.seed(7), Ok(7));
+        let args = Args::new("dist", vec![("seed".into(), Value::Int(3))]);
+        assert_eq!(args.seed(7), Ok(3));
+    }
+}

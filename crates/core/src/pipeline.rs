@@ -1,0 +1,89 @@
+//! A built chain of stages.
+
+use alloc::boxed::Box;
+use alloc::string::ToString;
+use alloc::vec::Vec;
+
+use crate::{Candidates, Context, Error, Sampler};
+
+/// A chain of stages, run in order on one step's candidates; the last one selects.
+pub struct Pipeline {
+    stages: Vec<Box<dyn Sampler>>,
+}
+
+impl core::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.stages.iter().map(|s| s.name())).finish()
+    }
+}
+
+impl Pipeline {
+    /// A pipeline of these stages, in run order.
+    pub fn new(stages: Vec<Box<dyn Sampler>>) -> Self {
+        Pipeline { stages }
+    }
+
+    /// The stages' names in run order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.stages.iter().map(|s| s.name())
+    }
+
+    /// Number of stages.
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// Whether there is no stage.
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Runs every stage and returns the selected token id.
+    ///
+    /// # Errors
+    /// [`Error::NoFiniteCandidates`] naming the stage after which no finite candidate was left,
+    /// [`Error::NoSelection`] when the last stage selected nothing, or a stage's own error.
+    pub fn sample(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<u32, Error> {
+        self.sample_observed(candidates, cx, |_, _| {})
+    }
+
+    /// Like [`Pipeline::sample`], calling `observe(stage_name, candidates)` after each stage
+    /// (for `sieve apply --trace`).
+    ///
+    /// # Errors
+    /// As [`Pipeline::sample`].
+    pub fn sample_observed(
+        &mut self,
+        candidates: &mut Candidates,
+        cx: &Context<'_>,
+        mut observe: impl FnMut(&str, &mut Candidates),
+    ) -> Result<u32, Error> {
+        candidates.clear_selection();
+        if !candidates.has_finite() {
+            return Err(Error::NoFiniteCandidates { stage: "(input)".to_string() });
+        }
+        let last = self.stages.last().ok_or(Error::EmptyPipeline)?.name().to_string();
+        for stage in &mut self.stages {
+            stage.apply(candidates, cx)?;
+            if !candidates.has_finite() {
+                return Err(Error::NoFiniteCandidates { stage: stage.name().to_string() });
+            }
+            observe(stage.name(), candidates);
+        }
+        candidates.selected_id().ok_or(Error::NoSelection { stage: last })
+    }
+
+    /// Passes the chosen token to every stage.
+    pub fn accept(&mut self, token: u32) {
+        for stage in &mut self.stages {
+            stage.accept(token);
+        }
+    }
+
+    /// Resets every stage.
+    pub fn reset(&mut self) {
+        for stage in &mut self.stages {
+            stage.reset();
+        }
+    }
+}
