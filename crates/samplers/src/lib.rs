@@ -1,1 +1,85 @@
-//! placeholder
+//! # sieve-samplers
+//!
+//! The built-in stages of sieve, one file each. Every file's doc comment gives the stage's
+//! formula, its paper or reference implementation, and its edge cases; its tests check vectors
+//! derived by hand from the formula.
+//!
+//! | stage | kind | reference |
+//! |---|---|---|
+//! | [`greedy`] | selector | first maximum (lowest id on ties) |
+//! | [`dist`] | selector | seeded inverse-CDF draw (llama.cpp `dist`) |
+//! | [`temp`] | transform | temperature, and entropy-based dynamic temperature (llama.cpp `temp-ext`) |
+//! | [`top_k`] | truncation | llama.cpp `top-k` |
+//! | [`top_p`] | truncation | nucleus sampling, llama.cpp `top-p` |
+//! | [`min_p`] | truncation | llama.cpp `min-p` (arXiv:2407.01082) |
+//! | [`typical`] | truncation | locally typical sampling, llama.cpp `typical` (arXiv:2202.00666) |
+//! | [`xtc`] | truncation | Exclude Top Choices, llama.cpp `xtc` |
+//! | [`penalty`] | transform | CTRL repetition + OpenAI frequency/presence, llama.cpp `penalties` |
+//! | [`logit_bias`] | transform | additive per-token bias |
+//! | [`no_repeat_ngram`] | mask | HF `NoRepeatNGramLogitsProcessor` |
+//! | [`epsilon`] | truncation | HF `EpsilonLogitsWarper` (arXiv:2210.15191) |
+//! | [`eta`] | truncation | HF `EtaLogitsWarper` (arXiv:2210.15191) |
+//! | [`mirostat`] | selector | Mirostat v1, llama.cpp `mirostat` (arXiv:2007.14966) |
+//! | [`mirostat_v2`] | selector | Mirostat v2, llama.cpp `mirostat-v2` |
+#![cfg_attr(not(feature = "std"), no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod dist;
+pub mod epsilon;
+pub mod eta;
+pub mod greedy;
+pub mod logit_bias;
+pub mod min_p;
+pub mod mirostat;
+pub mod mirostat_v2;
+pub mod no_repeat_ngram;
+pub mod penalty;
+mod select;
+pub mod temp;
+pub mod top_k;
+pub mod top_p;
+pub mod typical;
+pub mod xtc;
+
+use sieve_core::{Error, Registry, StageEntry};
+
+/// Every built-in stage's registry entry.
+pub fn builtins() -> alloc::vec::Vec<StageEntry> {
+    alloc::vec![
+        greedy::entry(),
+        dist::entry(),
+        temp::entry(),
+        top_k::entry(),
+        top_p::entry(),
+        min_p::entry(),
+        typical::entry(),
+        xtc::entry(),
+        penalty::entry(),
+        logit_bias::entry(),
+        no_repeat_ngram::entry(),
+        epsilon::entry(),
+        eta::entry(),
+        mirostat::entry(),
+        mirostat_v2::entry(),
+    ]
+}
+
+/// Registers every built-in stage.
+///
+/// # Errors
+/// [`Error::DuplicateStage`] if `registry` already holds a stage with a built-in's name.
+pub fn register_builtins(registry: &mut Registry) -> Result<(), Error> {
+    builtins().into_iter().try_for_each(|entry| registry.register(entry))
+}
+
+/// A registry holding exactly the built-in stages.
+pub fn builtin_registry() -> Registry {
+    let mut registry = Registry::new();
+    for entry in builtins() {
+        // The built-in names are distinct, so registering into an empty registry cannot fail.
+        let _ = registry.register(entry);
+    }
+    registry
+}

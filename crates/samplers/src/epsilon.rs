@@ -1,0 +1,8 @@
+//! `epsilon`: not written yet (being written in this change).
+
+use sieve_core::{StageEntry, StageInfo};
+
+/// Registry entry for `epsilon`.
+pub fn entry() -> StageEntry {
+    StageEntry::new(StageInfo::builtin("epsilon", "", alloc::vec![]), |args, _| Err(args.invalid("", "not written yet")))
+}

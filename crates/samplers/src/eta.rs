@@ -1,0 +1,8 @@
+//! `eta`: not written yet (being written in this change).
+
+use sieve_core::{StageEntry, StageInfo};
+
+/// Registry entry for `eta`.
+pub fn entry() -> StageEntry {
+    StageEntry::new(StageInfo::builtin("eta", "", alloc::vec![]), |args, _| Err(args.invalid("", "not written yet")))
+}

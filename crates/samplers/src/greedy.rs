@@ -1,0 +1,8 @@
+//! `greedy`: not written yet (being written in this change).
+
+use sieve_core::{StageEntry, StageInfo};
+
+/// Registry entry for `greedy`.
+pub fn entry() -> StageEntry {
+    StageEntry::new(StageInfo::builtin("greedy", "", alloc::vec![]), |args, _| Err(args.invalid("", "not written yet")))
+}

@@ -1,0 +1,8 @@
+//! `penalty`: not written yet (being written in this change).
+
+use sieve_core::{StageEntry, StageInfo};
+
+/// Registry entry for `penalty`.
+pub fn entry() -> StageEntry {
+    StageEntry::new(StageInfo::builtin("penalty", "", alloc::vec![]), |args, _| Err(args.invalid("", "not written yet")))
+}

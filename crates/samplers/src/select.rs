@@ -1,0 +1,62 @@
+//! Shared by the selectors: the seeded inverse-CDF draw and the entropy of a distribution.
+
+use sieve_core::{Candidates, SieveRng};
+
+/// Draws one candidate index with probability `p_i` (the softmax of the current candidates),
+/// from one uniform `u ∈ [0, 1)`: the first `i` (in current order) whose cumulative
+/// probability, summed in `f64`, exceeds `u · Σp`.
+///
+/// Unlike llama.cpp (`cum >= target`), the comparison is strict, so a masked candidate
+/// (`p = 0`) is never chosen, even for `u = 0`. If rounding leaves the target unreached, the
+/// last candidate with `p > 0` is chosen. Exactly one draw is consumed per call, also for a
+/// single candidate (as llama.cpp does, to keep streams aligned).
+pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> usize {
+    let u = rng.next_f64();
+    let probs = candidates.softmax();
+    let total: f64 = probs.iter().map(|&p| p as f64).sum();
+    let target = u * total;
+    let mut cum = 0.0f64;
+    let mut last_positive = 0;
+    for (i, &p) in probs.iter().enumerate() {
+        if p > 0.0 {
+            cum += p as f64;
+            last_positive = i;
+            if cum > target {
+                return i;
+            }
+        }
+    }
+    last_positive
+}
+
+/// Shannon entropy in nats, `H = −Σ_{p_i > 0} p_i ln p_i`.
+pub(crate) fn entropy(probs: &[f32]) -> f64 {
+    probs
+        .iter()
+        .filter(|&&p| p > 0.0)
+        .map(|&p| {
+            let p = p as f64;
+            -p * libm::log(p)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draw_never_picks_a_masked_candidate() {
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY]).unwrap();
+        let mut rng = SieveRng::new(1, "dist");
+        for _ in 0..50 {
+            assert_eq!(draw(&mut c, &mut rng), 1);
+        }
+    }
+
+    #[test]
+    fn entropy_of_uniform_is_ln_n() {
+        let h = entropy(&[0.25; 4]);
+        assert!((h - 4f64.ln()).abs() < 1e-12);
+    }
+}
