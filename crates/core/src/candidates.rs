@@ -195,16 +195,19 @@ impl Candidates {
         }
     }
 
-    /// Multiplies every logit by `factor`. A finite positive factor is only recorded (it keeps
-    /// the order); anything else is applied at once.
+    /// Multiplies every logit by `factor`. A finite positive factor whose product with the
+    /// pending scale stays a normal number is only recorded (it keeps the order); any other
+    /// factor is applied at once, and a resulting NaN (`0 · -inf`) becomes `-inf`.
     pub fn scale_logits(&mut self, factor: f32) {
         self.probs_valid = false;
-        if factor.is_finite() && factor > 0.0 {
-            self.scale *= factor;
+        let product = self.scale * factor;
+        if factor.is_finite() && factor > 0.0 && product.is_normal() {
+            self.scale = product;
         } else {
             self.materialize();
             for x in &mut self.logits {
-                *x *= factor;
+                let y = *x * factor;
+                *x = if y.is_nan() { f32::NEG_INFINITY } else { y };
             }
             self.sorted = false;
         }
@@ -280,6 +283,25 @@ impl Candidates {
     /// e^(l_i − max) / Σ_j e^(l_j − max)`; masked candidates get 0. All zeros if every
     /// candidate is masked.
     pub fn softmax(&mut self) -> &[f32] {
+        self.ensure_weights();
+        if self.probs_total > 0.0 && self.probs_total != 1.0 {
+            let inv = (1.0 / self.probs_total) as f32;
+            for p in &mut self.probs {
+                *p *= inv;
+            }
+            self.probs_total = 1.0;
+        }
+        &self.probs
+    }
+
+    /// Unnormalized softmax weights `w_i ∝ e^(l_i − max)` and their sum (`0` if every
+    /// candidate is masked): what a selector needs to draw, without the normalizing pass.
+    pub fn weights(&mut self) -> (&[f32], f64) {
+        self.ensure_weights();
+        (&self.probs, self.probs_total)
+    }
+
+    fn ensure_weights(&mut self) {
         if !self.probs_valid {
             self.probs.clear();
             self.probs.resize(self.logits.len(), 0.0);
@@ -291,15 +313,8 @@ impl Candidates {
             };
             self.probs_valid = true;
         }
-        if self.probs_total > 0.0 && self.probs_total != 1.0 {
-            let inv = (1.0 / self.probs_total) as f32;
-            for p in &mut self.probs {
-                *p *= inv;
-            }
-            self.probs_total = 1.0;
-        }
-        &self.probs
     }
+
     /// The cached probabilities, if [`Candidates::softmax`] ran since the logits last changed
     /// (they may need renormalizing after a truncation; `softmax()` does that).
     pub fn cached_probs(&self) -> Option<&[f32]> {
@@ -339,6 +354,19 @@ impl Candidates {
     /// (`logit` with the scale applied). One pass; cached probabilities are kept.
     pub fn retain(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
         let scale = self.scale;
+        self.retain_raw(|id, raw| keep(id, raw * scale));
+    }
+
+    /// Keeps the candidates ranked at or before `(raw_logit, id)` in rank order (descending
+    /// logit, ties by ascending id): a prefix of the sorted order, found in one pass without
+    /// sorting, current order kept. `raw_logit` is compared with [`Candidates::raw_logits`]
+    /// (without the pending scale), so no rounding can reorder candidates.
+    pub fn keep_ranked_through(&mut self, raw_logit: f32, id: u32) {
+        self.retain_raw(|i, l| l > raw_logit || (l == raw_logit && i <= id));
+    }
+
+    /// [`Candidates::retain`] on the raw logits (without the pending scale).
+    fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
         let n = self.len();
         let mut new_ids = if self.dense { Vec::new() } else { core::mem::take(&mut self.ids) };
         let mut kept_total = 0.0f64;
@@ -346,7 +374,7 @@ impl Candidates {
         for r in 0..n {
             let id = if self.dense { r as u32 } else { new_ids[r] };
             let logit = self.logits[r];
-            if keep(id, logit * scale) {
+            if keep(id, logit) {
                 if self.dense {
                     new_ids.push(id);
                 } else {
@@ -590,6 +618,15 @@ mod tests {
         let p = c.softmax().to_vec();
         let want = 1.0 / (1.0 + 2f32.exp());
         assert!((p[0] - want).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn keep_ranked_through_is_a_rank_prefix() {
+        let mut c = Candidates::from_logits(&[1.0, 3.0, 2.0, 3.0, 2.0]).unwrap();
+        c.scale_logits(0.5);
+        // rank order: (3,id1) (3,id3) (2,id2) (2,id4) (1,id0); through (2, id 2)
+        c.keep_ranked_through(2.0, 2);
+        assert_eq!(pairs(&c), vec![(1, 1.5), (2, 1.0), (3, 1.5)]);
     }
 
     #[test]

@@ -1,8 +1,409 @@
-//! `penalty`: not written yet (being written in this change).
+//! `penalty(repeat, frequency, presence, last_n)`: repetition, frequency and presence penalties
+//! over the last `last_n` tokens of the history.
+//!
+//! # Formula
+//! Let `W` be the last `last_n` tokens of [`Context::history`] (the prompt included) and `c_t` the
+//! number of times token `t` occurs in `W`. For every distinct `t` in `W` that is a candidate:
+//! ```text
+//! l_t ← l_t · repeat   if l_t < 0
+//! l_t ← l_t / repeat   if l_t > 0          (l_t = 0 stays 0)
+//! l_t ← l_t − (c_t · frequency + presence)
+//! ```
+//! The repetition part is applied once per distinct token whatever its count; only the frequency
+//! part grows with the count. Tokens outside the window are untouched.
+//!
+//! # Reference
+//! llama.cpp `llama_sampler_penalties` (CTRL repetition penalty with its sign fix, plus OpenAI
+//! frequency and presence penalties, arithmetic in `f32` in the same order); Keskar et al., *CTRL*
+//! (arXiv:1909.05858); HF `RepetitionPenaltyLogitsProcessor` for the repetition part (HF
+//! multiplies when `l < 0` where llama.cpp multiplies when `l <= 0`: the same result, as
+//! `0 · r = 0 / r`).
+//!
+//! # Edge cases
+//! - Neutral: `repeat = 1, frequency = 0, presence = 0`, or `last_n = 0`: the stage is an
+//!   identity. There is no `-1` meaning "the whole context" (llama.cpp removed it too); pass a
+//!   `last_n` at least as long as the context instead.
+//! - The stage is stateless: it reads the window from `cx.history` on every step, so it needs no
+//!   `accept` and sees exactly the history the caller passes, the prompt included (as llama.cpp's
+//!   server and HF do; vLLM counts only generated tokens for frequency and presence).
+//! - Ids in the history beyond the vocabulary, or not among the candidates, are ignored.
+//! - A masked (`-inf`) candidate stays masked. Results stay valid logits: an overflow to `+inf`
+//!   (a tiny `repeat`, a huge negative `presence`) saturates to `f32::MAX`, a NaN (`inf − inf`)
+//!   becomes `-inf`, as loading treats NaN. Parameters beyond the `f32` range saturate when
+//!   converted.
+//! - `frequency` and `presence` may be any finite number, negative ones rewarding repetition.
+//!   OpenAI bounds them to `[-2, 2]`; sieve follows llama.cpp, which does not bound them, so that
+//!   a large `presence` can all but ban repeats.
+//!
+//! # Cost
+//! `O(w log w)` for the window of `w` tokens (it is sorted to count), then on dense candidates one
+//! direct write per distinct token; the vocabulary is not scanned. On sparse candidates each
+//! candidate is looked up by binary search in the window's distinct ids, `O(n log w)`.
 
-use sieve_core::{StageEntry, StageInfo};
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+
+/// Keeps a computed logit inside the domain [`Candidates`] promises: `+inf` saturates to
+/// `f32::MAX` and NaN becomes `-inf` (as loading treats NaN).
+pub(crate) fn clamp_logit(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::NEG_INFINITY
+    } else {
+        x.min(f32::MAX)
+    }
+}
+
+/// The `penalty` stage.
+#[derive(Debug, Clone)]
+pub struct Penalty {
+    repeat: f32,
+    frequency: f32,
+    presence: f32,
+    last_n: usize,
+    /// Scratch: the window, sorted.
+    window: Vec<u32>,
+    /// Scratch: `(id, count)` of every distinct token of the window, by ascending id.
+    counts: Vec<(u32, u32)>,
+}
+
+impl Penalty {
+    /// Penalizes the tokens of the last `last_n` history tokens: divides positive logits by
+    /// `repeat` (multiplies negative ones), then subtracts `count · frequency + presence`.
+    pub fn new(repeat: f32, frequency: f32, presence: f32, last_n: usize) -> Self {
+        Penalty {
+            repeat,
+            frequency,
+            presence,
+            last_n,
+            window: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// Whether the parameters make this stage an identity.
+    pub fn is_neutral(&self) -> bool {
+        self.last_n == 0 || (self.repeat == 1.0 && self.frequency == 0.0 && self.presence == 0.0)
+    }
+
+    /// The penalized logit of a token seen `count` times.
+    fn penalize(&self, logit: f32, count: u32) -> f32 {
+        if logit == f32::NEG_INFINITY {
+            return logit;
+        }
+        let scaled = if logit < 0.0 {
+            logit * self.repeat
+        } else if logit > 0.0 {
+            logit / self.repeat
+        } else {
+            logit
+        };
+        clamp_logit(scaled - (count as f32 * self.frequency + self.presence))
+    }
+
+    /// Fills `counts` with the distinct tokens of `window` and their counts, by ascending id.
+    fn count(&mut self, window: &[u32]) {
+        self.window.clear();
+        self.window.extend_from_slice(window);
+        self.window.sort_unstable();
+        self.counts.clear();
+        for &id in &self.window {
+            match self.counts.last_mut() {
+                Some((last, n)) if *last == id => *n += 1,
+                _ => self.counts.push((id, 1)),
+            }
+        }
+    }
+}
+
+impl Sampler for Penalty {
+    fn name(&self) -> &str {
+        "penalty"
+    }
+
+    fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
+        if self.is_neutral() || candidates.is_empty() {
+            return Ok(());
+        }
+        let start = cx.history.len().saturating_sub(self.last_n);
+        let window = &cx.history[start..];
+        if window.is_empty() {
+            return Ok(());
+        }
+        self.count(window);
+        let this = &*self;
+        if candidates.is_dense() {
+            let logits = candidates.logits_mut();
+            for &(id, n) in &this.counts {
+                if let Some(l) = logits.get_mut(id as usize) {
+                    *l = this.penalize(*l, n);
+                }
+            }
+        } else {
+            let (ids, logits) = candidates.parts_mut();
+            for (id, l) in ids.iter().zip(logits.iter_mut()) {
+                if let Ok(j) = this.counts.binary_search_by_key(id, |&(t, _)| t) {
+                    *l = this.penalize(*l, this.counts[j].1);
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Registry entry for `penalty`.
 pub fn entry() -> StageEntry {
-    StageEntry::new(StageInfo::builtin("penalty", "", alloc::vec![]), |args, _| Err(args.invalid("", "not written yet")))
+    let info = StageInfo::builtin(
+        "penalty",
+        "repetition (CTRL), frequency and presence penalties over the last last_n tokens",
+        vec![
+            ParamSpec::float(
+                "repeat",
+                1.0,
+                Range::greater_than(0.0),
+                "repetition penalty: positive logits divided, negative multiplied; 1 = off",
+            ),
+            ParamSpec::float(
+                "frequency",
+                0.0,
+                Range::open(f64::NEG_INFINITY, f64::INFINITY),
+                "subtracted once per occurrence in the window; 0 = off",
+            ),
+            ParamSpec::float(
+                "presence",
+                0.0,
+                Range::open(f64::NEG_INFINITY, f64::INFINITY),
+                "subtracted once from every token in the window; 0 = off",
+            ),
+            ParamSpec::int(
+                "last_n",
+                64,
+                Range::closed(0.0, u32::MAX as f64),
+                "window: the last last_n tokens of the history, prompt included; 0 = off",
+            ),
+        ],
+    );
+    StageEntry::new(info, |args, _| {
+        Ok(Box::new(Penalty::new(
+            args.f32("repeat")?,
+            args.f32("frequency")?,
+            args.f32("presence")?,
+            args.usize("last_n")?,
+        )))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sieve_core::{Args, BuildContext, Value};
+
+    fn run(p: &mut Penalty, logits: &[f32], history: &[u32]) -> Vec<(u32, f32)> {
+        let mut c = Candidates::from_logits(logits).unwrap();
+        p.apply(&mut c, &Context::with_history(history)).unwrap();
+        c.iter().collect()
+    }
+
+    fn ids(logits: &[f32]) -> Vec<(u32, f32)> {
+        logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, l))
+            .collect()
+    }
+
+    #[test]
+    fn neutral_parameters_are_identities() {
+        let logits = [2.0, -1.0, 0.5];
+        let history = [0, 1, 1, 2];
+        for mut p in [
+            Penalty::new(1.0, 0.0, 0.0, 64),
+            Penalty::new(2.0, 1.0, 1.0, 0),
+        ] {
+            assert!(p.is_neutral());
+            let mut c = Candidates::from_logits(&logits).unwrap();
+            p.apply(&mut c, &Context::with_history(&history)).unwrap();
+            assert!(c.is_dense());
+            assert_eq!(c.iter().collect::<Vec<_>>(), ids(&logits));
+        }
+        assert!(!Penalty::new(1.0, 0.0, 0.5, 64).is_neutral());
+    }
+
+    #[test]
+    fn repeat_divides_positive_multiplies_negative_keeps_zero() {
+        // repeat = 2, history {0, 1, 2} (id 0 twice): 2/2 = 1, −1·2 = −2, 0 stays 0; id 3 unseen.
+        // The repetition part ignores the count.
+        let got = run(
+            &mut Penalty::new(2.0, 0.0, 0.0, 64),
+            &[2.0, -1.0, 0.0, 3.0],
+            &[0, 1, 2, 0],
+        );
+        assert_eq!(got, ids(&[1.0, -2.0, 0.0, 3.0]));
+    }
+
+    #[test]
+    fn frequency_counts_occurrences_and_presence_counts_once() {
+        // frequency 0.5, presence 0.25: id 1 seen 3× → 1 − (3·0.5 + 0.25) = −0.75;
+        // id 2 seen once → 1 − (0.5 + 0.25) = 0.25; id 0 unseen stays 1.
+        let got = run(
+            &mut Penalty::new(1.0, 0.5, 0.25, 64),
+            &[1.0, 1.0, 1.0],
+            &[1, 1, 2, 1],
+        );
+        assert_eq!(got, ids(&[1.0, -0.75, 0.25]));
+    }
+
+    #[test]
+    fn repeat_then_frequency() {
+        // repeat 2, frequency 1: id 0 (logit 4, seen twice) → 4/2 − 2·1 = 0;
+        // id 1 (logit −1, seen once) → −1·2 − 1 = −3.
+        let got = run(
+            &mut Penalty::new(2.0, 1.0, 0.0, 64),
+            &[4.0, -1.0],
+            &[0, 1, 0],
+        );
+        assert_eq!(got, ids(&[0.0, -3.0]));
+    }
+
+    #[test]
+    fn only_the_last_n_tokens_count() {
+        // history [0, 0, 1, 2]; frequency 1.
+        let logits = [0.0, 0.0, 0.0];
+        let history = [0, 0, 1, 2];
+        // last_n = 2 → window [1, 2]: id 0 untouched.
+        assert_eq!(
+            run(&mut Penalty::new(1.0, 1.0, 0.0, 2), &logits, &history),
+            ids(&[0.0, -1.0, -1.0])
+        );
+        // last_n = 3 → window [0, 1, 2]: id 0 counted once, not twice.
+        assert_eq!(
+            run(&mut Penalty::new(1.0, 1.0, 0.0, 3), &logits, &history),
+            ids(&[-1.0, -1.0, -1.0])
+        );
+        // last_n beyond the history → all of it: id 0 counted twice.
+        assert_eq!(
+            run(&mut Penalty::new(1.0, 1.0, 0.0, 100), &logits, &history),
+            ids(&[-2.0, -1.0, -1.0])
+        );
+    }
+
+    #[test]
+    fn masked_stays_masked_and_unknown_ids_are_ignored() {
+        let got = run(
+            &mut Penalty::new(1.5, 1.0, 1.0, 64),
+            &[f32::NEG_INFINITY, 3.0],
+            &[0, 7, 1_000_000],
+        );
+        assert_eq!(got, ids(&[f32::NEG_INFINITY, 3.0]));
+        assert_eq!(
+            run(&mut Penalty::new(1.5, 1.0, 1.0, 64), &[1.0], &[]),
+            ids(&[1.0])
+        );
+    }
+
+    #[test]
+    fn results_stay_valid_logits() {
+        // 3e38 − (−3e38) overflows to +inf in f32 → saturates to f32::MAX.
+        let got = run(&mut Penalty::new(1.0, 0.0, -3e38, 64), &[3e38], &[0]);
+        assert_eq!(got, ids(&[f32::MAX]));
+        // A repeat of 1e-40 makes 1 / 1e-40 overflow to +inf; subtracting 1·inf + 0 gives NaN,
+        // which becomes −inf.
+        let got = run(
+            &mut Penalty::new(1e-40, f32::INFINITY, 0.0, 64),
+            &[1.0],
+            &[0],
+        );
+        assert_eq!(got, ids(&[f32::NEG_INFINITY]));
+    }
+
+    #[test]
+    fn sparse_candidates_match_dense() {
+        let logits = [1.0, -2.0, 0.5, 3.0, -0.5];
+        let history = [4, 3, 3, 0, 9];
+        let mut dense = Penalty::new(1.3, 0.2, 0.1, 4);
+        let mut want = run(&mut dense, &logits, &history);
+        want.sort_by_key(|&(id, _)| id);
+        // The same tokens as sparse candidates in another order.
+        let order = [3u32, 0, 4, 2, 1];
+        let mut c = Candidates::from_sparse(
+            order.to_vec(),
+            order.iter().map(|&i| logits[i as usize]).collect(),
+            logits.len(),
+        )
+        .unwrap();
+        Penalty::new(1.3, 0.2, 0.1, 4)
+            .apply(&mut c, &Context::with_history(&history))
+            .unwrap();
+        let mut got: Vec<_> = c.iter().collect();
+        got.sort_by_key(|&(id, _)| id);
+        assert_eq!(got, want);
+        // Window [3, 3, 0, 9]: id 3 → 3/1.3 − (2·0.2 + 0.1); id 0 → 1/1.3 − (0.2 + 0.1).
+        assert_eq!(want[3].1, 3.0f32 / 1.3 - (2.0 * 0.2 + 0.1));
+        assert_eq!(want[0].1, 1.0f32 / 1.3 - (0.2 + 0.1));
+        assert_eq!(want[4].1, -0.5);
+    }
+
+    #[test]
+    fn pending_temperature_is_applied_first() {
+        // Logit 4 scaled by 0.5 is 2; then / 2 → 1.
+        let mut c = Candidates::from_logits(&[4.0, 1.0]).unwrap();
+        c.scale_logits(0.5);
+        Penalty::new(2.0, 0.0, 0.0, 64)
+            .apply(&mut c, &Context::with_history(&[0]))
+            .unwrap();
+        assert_eq!(c.iter().collect::<Vec<_>>(), ids(&[1.0, 0.5]));
+    }
+
+    #[test]
+    fn schema_order_and_defaults() {
+        let e = entry();
+        let names: Vec<&str> = e.info.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["repeat", "frequency", "presence", "last_n"]);
+        let defaults: Vec<_> = e
+            .info
+            .params
+            .iter()
+            .map(|p| p.default.clone().unwrap())
+            .collect();
+        assert_eq!(
+            defaults,
+            [
+                Value::Float(1.0),
+                Value::Float(0.0),
+                Value::Float(0.0),
+                Value::Int(64)
+            ]
+        );
+        let repeat = e.info.param("repeat").unwrap();
+        assert!(repeat.check(&Value::Float(0.0)).is_err());
+        assert!(repeat.check(&Value::Float(f64::INFINITY)).is_err());
+        assert!(e
+            .info
+            .param("presence")
+            .unwrap()
+            .check(&Value::Float(f64::NEG_INFINITY))
+            .is_err());
+        assert!(e
+            .info
+            .param("last_n")
+            .unwrap()
+            .check(&Value::Int(-1))
+            .is_err());
+
+        let args = Args::new(
+            "penalty",
+            vec![
+                ("repeat".into(), Value::Float(2.0)),
+                ("frequency".into(), Value::Float(0.0)),
+                ("presence".into(), Value::Float(0.0)),
+                ("last_n".into(), Value::Int(64)),
+            ],
+        );
+        let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
+        let mut c = Candidates::from_logits(&[2.0, 2.0]).unwrap();
+        stage.apply(&mut c, &Context::with_history(&[1])).unwrap();
+        assert_eq!(c.iter().collect::<Vec<_>>(), ids(&[2.0, 1.0]));
+    }
 }

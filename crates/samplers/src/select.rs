@@ -3,26 +3,30 @@
 use sieve_core::{Candidates, SieveRng};
 
 /// Draws one candidate index with probability `p_i` (the softmax of the current candidates),
-/// from one uniform `u ∈ [0, 1)`: the first `i` (in current order) whose cumulative
-/// probability, summed in `f64`, exceeds `u · Σp`.
+/// from one uniform `u ∈ [0, 1)`: the first `i` (in current order) whose cumulative weight,
+/// summed in `f64`, exceeds `u · Σw` (`w` = the unnormalized softmax weights, so no
+/// normalizing pass is needed).
 ///
 /// Unlike llama.cpp (`cum >= target`), the comparison is strict, so a masked candidate
 /// (`p = 0`) is never chosen, even for `u = 0`. If rounding leaves the target unreached, the
-/// last candidate with `p > 0` is chosen. Exactly one draw is consumed per call, also for a
-/// single candidate (as llama.cpp does, to keep streams aligned).
-pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> usize {
+/// last candidate with `p > 0` is chosen. Exactly one draw is consumed per call with at least
+/// one finite candidate, also for a single candidate (as llama.cpp does, to keep streams
+/// aligned); `None`, without a draw, when every candidate is masked.
+pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> Option<usize> {
+    if !candidates.has_finite() {
+        return None;
+    }
     let u = rng.next_f64();
-    let probs = candidates.softmax();
-    let total: f64 = probs.iter().map(|&p| p as f64).sum();
+    let (weights, total) = candidates.weights();
     let target = u * total;
     let mut cum = 0.0f64;
-    let mut last_positive = 0;
-    for (i, &p) in probs.iter().enumerate() {
-        if p > 0.0 {
-            cum += p as f64;
-            last_positive = i;
+    let mut last_positive = None;
+    for (i, &w) in weights.iter().enumerate() {
+        if w > 0.0 {
+            cum += w as f64;
+            last_positive = Some(i);
             if cum > target {
-                return i;
+                return Some(i);
             }
         }
     }
@@ -50,8 +54,14 @@ mod tests {
         let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY]).unwrap();
         let mut rng = SieveRng::new(1, "dist");
         for _ in 0..50 {
-            assert_eq!(draw(&mut c, &mut rng), 1);
+            assert_eq!(draw(&mut c, &mut rng), Some(1));
         }
+    }
+
+    #[test]
+    fn draw_on_all_masked_is_none() {
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]).unwrap();
+        assert_eq!(draw(&mut c, &mut SieveRng::new(1, "dist")), None);
     }
 
     #[test]
