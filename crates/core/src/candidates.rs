@@ -8,6 +8,8 @@ use crate::{math, Error};
 /// Below this many candidates, [`Candidates::keep_top`] selects with `select_nth_unstable`;
 /// above, it scans with a running threshold.
 const SCAN_MIN_LEN: usize = 2048;
+/// Strided sample size for estimating a starting threshold.
+const SAMPLE: usize = 256;
 
 /// The candidates of one decoding step: token ids, logits and (once computed) probabilities,
 /// as a struct of arrays.
@@ -71,55 +73,38 @@ impl Candidates {
         }
     }
 
-    /// Dense candidates for a full logits vector (token `i` has logit `logits[i]`).
-    ///
-    /// # Errors
-    /// [`Error::PositiveInfinity`] if a logit is `+inf`.
-    pub fn from_logits(logits: &[f32]) -> Result<Self, Error> {
+    /// Dense candidates for a full logits vector (token `i` has logit `logits[i]`); see
+    /// [`Candidates::load`] for how NaN and `+inf` are read.
+    pub fn from_logits(logits: &[f32]) -> Self {
         let mut c = Candidates::new();
-        c.load(logits)?;
-        Ok(c)
+        c.load(logits);
+        c
     }
 
     /// Sparse candidates: `ids[i]` has logit `logits[i]`, out of a vocabulary of `vocab_size`.
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] if the lengths differ, [`Error::PositiveInfinity`] for `+inf`.
+    /// [`Error::LengthMismatch`] if the lengths differ.
     pub fn from_sparse(ids: Vec<u32>, logits: Vec<f32>, vocab_size: usize) -> Result<Self, Error> {
         if ids.len() != logits.len() {
             return Err(Error::LengthMismatch { ids: ids.len(), logits: logits.len() });
         }
         let mut c = Candidates::new();
-        c.load(&logits)?;
+        c.load(&logits);
         c.ids = ids;
         c.dense = false;
         c.vocab_size = vocab_size;
         Ok(c)
     }
 
-    /// Replaces the candidates with a full logits vector, reusing the buffers: one pass that
-    /// copies, turns NaN into `-inf` and checks for `+inf`.
-    ///
-    /// # Errors
-    /// [`Error::PositiveInfinity`] naming the first `+inf` logit (the candidates are then empty).
-    pub fn load(&mut self, logits: &[f32]) -> Result<(), Error> {
+    /// Replaces the candidates with a full logits vector, reusing the buffers, in one
+    /// vectorized copy that reads NaN as `-inf` (a masked token) and `+inf` as `f32::MAX` (so a
+    /// softmax stays defined: such tokens share all the probability). Callers that must
+    /// reject `+inf` check with [`Candidates::first_non_finite`] before loading; the command
+    /// line does.
+    pub fn load(&mut self, logits: &[f32]) {
         self.logits.clear();
-        self.logits.resize(logits.len(), 0.0);
-        let mut pos_inf = [0u32; 8];
-        let src = logits.chunks_exact(8);
-        let src_tail = src.remainder();
-        let mut dst = self.logits.chunks_exact_mut(8);
-        for (s8, d8) in src.zip(&mut dst) {
-            for i in 0..8 {
-                let x = s8[i];
-                d8[i] = if x.is_nan() { f32::NEG_INFINITY } else { x };
-                pos_inf[i] += (x == f32::INFINITY) as u32;
-            }
-        }
-        for (d, &x) in dst.into_remainder().iter_mut().zip(src_tail) {
-            *d = if x.is_nan() { f32::NEG_INFINITY } else { x };
-            pos_inf[0] += (x == f32::INFINITY) as u32;
-        }
+        self.logits.extend(logits.iter().map(|&x| if x.is_nan() { f32::NEG_INFINITY } else { x.min(f32::MAX) }));
         self.ids.clear();
         self.dense = true;
         self.sorted = false;
@@ -127,12 +112,12 @@ impl Candidates {
         self.scale = 1.0;
         self.selected = None;
         self.vocab_size = logits.len();
-        if pos_inf.iter().any(|&n| n > 0) {
-            let index = logits.iter().position(|&x| x == f32::INFINITY).unwrap_or(0);
-            self.logits.clear();
-            return Err(Error::PositiveInfinity { index, value: f32::INFINITY });
-        }
-        Ok(())
+    }
+
+    /// The first position holding NaN or `+inf`, with its value: input checks for callers that
+    /// want to report such logits instead of reading them as [`Candidates::load`] does.
+    pub fn first_non_finite(logits: &[f32]) -> Option<(usize, f32)> {
+        logits.iter().position(|x| x.is_nan() || *x == f32::INFINITY).map(|i| (i, logits[i]))
     }
 
     /// Number of candidates (masked ones included).
@@ -354,7 +339,7 @@ impl Candidates {
     /// (`logit` with the scale applied). One pass; cached probabilities are kept.
     pub fn retain(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
         let scale = self.scale;
-        self.retain_raw(|id, raw| keep(id, raw * scale));
+        self.retain_raw(|id, raw| keep(id, raw * scale), f32::NEG_INFINITY);
     }
 
     /// Keeps the candidates ranked at or before `(raw_logit, id)` in rank order (descending
@@ -362,35 +347,55 @@ impl Candidates {
     /// sorting, current order kept. `raw_logit` is compared with [`Candidates::raw_logits`]
     /// (without the pending scale), so no rounding can reorder candidates.
     pub fn keep_ranked_through(&mut self, raw_logit: f32, id: u32) {
-        self.retain_raw(|i, l| l > raw_logit || (l == raw_logit && i <= id));
+        self.retain_raw(|i, l| l > raw_logit || (l == raw_logit && i <= id), raw_logit);
     }
 
-    /// [`Candidates::retain`] on the raw logits (without the pending scale).
-    fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
-        let n = self.len();
-        let mut new_ids = if self.dense { Vec::new() } else { core::mem::take(&mut self.ids) };
+    /// [`Candidates::retain`] on the raw logits (without the pending scale). The caller
+    /// promises that `keep` rejects every raw logit below `floor`, so blocks whose maximum is
+    /// below it are skipped ([`math::scan_at_least`]).
+    fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool, floor: f32) {
+        let dense = self.dense;
+        let mut ids = core::mem::take(&mut self.ids);
+        if dense {
+            ids.clear();
+        }
         let mut kept_total = 0.0f64;
         let mut w = 0;
-        for r in 0..n {
-            let id = if self.dense { r as u32 } else { new_ids[r] };
-            let logit = self.logits[r];
-            if keep(id, logit) {
-                if self.dense {
-                    new_ids.push(id);
-                } else {
-                    new_ids[w] = id;
+        let probs_valid = self.probs_valid;
+        let (logits, probs) = (&mut self.logits, &mut self.probs);
+        // Positions kept in a chunk are found first, then moved down: compaction writes at
+        // `w <= pos`, so nothing not yet read is overwritten.
+        let n = logits.len();
+        let mut kept: Vec<usize> = Vec::new();
+        let mut r = 0;
+        while r < n {
+            let end = (r + 4096).min(n);
+            kept.clear();
+            math::scan_at_least(&logits[r..end], || floor, |j, x| {
+                let pos = r + j;
+                let id = if dense { pos as u32 } else { ids[pos] };
+                if keep(id, x) {
+                    kept.push(pos);
                 }
-                self.logits[w] = logit;
-                if self.probs_valid {
-                    let p = self.probs[r];
-                    self.probs[w] = p;
+            });
+            for &pos in &kept {
+                if dense {
+                    ids.push(pos as u32);
+                } else {
+                    ids[w] = ids[pos];
+                }
+                logits[w] = logits[pos];
+                if probs_valid {
+                    let p = probs[pos];
+                    probs[w] = p;
                     kept_total += p as f64;
                 }
                 w += 1;
             }
+            r = end;
         }
-        new_ids.truncate(w);
-        self.ids = new_ids;
+        ids.truncate(w);
+        self.ids = ids;
         self.logits.truncate(w);
         if self.probs_valid {
             self.probs.truncate(w);
@@ -427,11 +432,8 @@ impl Candidates {
         if k >= n {
             return;
         }
-        let order = if n < SCAN_MIN_LEN || k.saturating_mul(8) > n {
-            self.top_by_select(k)
-        } else {
-            self.top_by_scan(k)
-        };
+        let mut order = self.top_positions_unordered(k);
+        order.sort_unstable_by(|&a, &b| rank(self.key(a as usize), self.key(b as usize)));
         self.permute(&order);
         let finite = self.logits.iter().take_while(|&&x| x > f32::NEG_INFINITY).count();
         self.truncate(finite);
@@ -442,55 +444,87 @@ impl Candidates {
         (self.logits[pos], self.id(pos))
     }
 
-    /// Positions of the top `k` in rank order, by selection over all positions.
-    fn top_by_select(&self, k: usize) -> Vec<u32> {
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        if k == 0 {
-            return Vec::new();
-        }
-        order.select_nth_unstable_by(k - 1, |&a, &b| rank(self.key(a as usize), self.key(b as usize)));
-        order.truncate(k);
-        order.sort_unstable_by(|&a, &b| rank(self.key(a as usize), self.key(b as usize)));
+    /// Positions of the `k` best-ranked candidates (largest logits, ties by lower id), in no
+    /// particular order; fewer when fewer than `k` are finite (masked ones are never
+    /// returned). The candidates are not changed. About one read of the logits on long inputs
+    /// (see [`Candidates::keep_top`]).
+    pub fn top_positions_unordered(&self, k: usize) -> Vec<u32> {
+        let n = self.len();
+        let mut order = if k == 0 {
+            Vec::new()
+        } else if k >= n {
+            (0..n as u32).collect()
+        } else if n < SCAN_MIN_LEN || k.saturating_mul(8) > n {
+            self.top_by_select(k)
+        } else {
+            self.top_by_scan(k)
+        };
+        order.retain(|&pos| self.logits[pos as usize] > f32::NEG_INFINITY);
         order
     }
 
-    /// Positions of the top `k` in rank order, by a threshold scan over blocks of 64.
+    /// Positions of the top `k` (`0 < k < len`), by selection over all positions.
+    fn top_by_select(&self, k: usize) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.select_nth_unstable_by(k - 1, |&a, &b| rank(self.key(a as usize), self.key(b as usize)));
+        order.truncate(k);
+        order
+    }
+
+    /// Positions of the top `k` (`0 < k < len`), by a threshold scan. The threshold starts
+    /// at an estimate from a strided sample (aiming at about `2k` contenders) and rises as the
+    /// buffer fills; if the estimate was too high (fewer than `k` contenders), the scan is
+    /// repeated from `-inf`.
     fn top_by_scan(&self, k: usize) -> Vec<u32> {
-        const BLOCK: usize = 64;
-        let cap = 4 * k.max(16);
-        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + BLOCK); // (logit, id, pos)
-        let mut threshold = f32::NEG_INFINITY;
-        // Dense ids grow with the position, so a later logit equal to the threshold loses the
-        // tie to every buffered one and can be skipped; sparse ids may not, so keep it.
-        let strict = self.dense;
-        let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
-        for (b, block) in self.logits.chunks(BLOCK).enumerate() {
-            let contenders = if strict {
-                block.iter().filter(|&&x| x > threshold).count()
-            } else {
-                block.iter().filter(|&&x| x >= threshold).count()
-            };
-            if contenders == 0 {
-                continue;
-            }
-            let base = b * BLOCK;
-            for (j, &x) in block.iter().enumerate() {
-                if x > threshold || (!strict && x == threshold && x > f32::NEG_INFINITY) {
-                    let pos = base + j;
-                    buf.push((x, self.id(pos), pos as u32));
+        let n = self.len();
+        let m = SAMPLE.min(n);
+        let mut sample: Vec<f32> = (0..m).map(|j| self.logits[j * n / m]).collect();
+        let rank_in_sample = (2 * k * m) / n;
+        if rank_in_sample < m {
+            let (_, &mut estimate, _) = sample.select_nth_unstable_by(rank_in_sample, |a, b| b.total_cmp(a));
+            if estimate > f32::NEG_INFINITY {
+                let found = self.scan_above(k, estimate);
+                if found.len() >= k {
+                    return found;
                 }
             }
-            if buf.len() >= cap {
-                buf.select_nth_unstable_by(k - 1, cmp);
-                buf.truncate(k);
-                threshold = buf.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
-            }
         }
+        self.scan_above(k, f32::NEG_INFINITY)
+    }
+
+    /// The best `k` positions among those with logit `≥ start` (all of them if fewer), by a
+    /// scan over blocks of 64 that skips, with one vectorized count, blocks holding no
+    /// contender.
+    fn scan_above(&self, k: usize, start: f32) -> Vec<u32> {
+        let cap = 4 * k.max(16);
+        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap); // (logit, id, pos)
+        // Until the buffer first fills, keep everything at or above `start`; afterwards the
+        // threshold is the k-th best so far. Dense ids grow with the position, so a later logit
+        // equal to that threshold loses the tie to every buffered one and can be skipped;
+        // sparse ids may not, so keep it.
+        let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
+        let threshold = core::cell::Cell::new(start);
+        let strict = core::cell::Cell::new(false);
+        math::scan_at_least(
+            &self.logits,
+            || threshold.get(),
+            |pos, x| {
+                if x == f32::NEG_INFINITY || (strict.get() && x == threshold.get()) {
+                    return;
+                }
+                buf.push((x, self.id(pos), pos as u32));
+                if buf.len() >= cap {
+                    buf.select_nth_unstable_by(k - 1, cmp);
+                    buf.truncate(k);
+                    threshold.set(buf.iter().map(|e| e.0).fold(f32::INFINITY, f32::min));
+                    strict.set(self.dense);
+                }
+            },
+        );
         if buf.len() > k {
             buf.select_nth_unstable_by(k - 1, cmp);
             buf.truncate(k);
         }
-        buf.sort_unstable_by(cmp);
         buf.into_iter().map(|e| e.2).collect()
     }
 
@@ -541,25 +575,27 @@ mod tests {
     }
 
     #[test]
-    fn load_turns_nan_into_neg_inf_and_rejects_pos_inf() {
-        let c = Candidates::from_logits(&[1.0, f32::NAN, -2.0]).unwrap();
-        assert_eq!(pairs(&c), vec![(0, 1.0), (1, f32::NEG_INFINITY), (2, -2.0)]);
+    fn load_reads_nan_as_neg_inf_and_pos_inf_as_max() {
+        let mut c = Candidates::from_logits(&[1.0, f32::NAN, -2.0, f32::INFINITY]);
+        assert_eq!(pairs(&c), vec![(0, 1.0), (1, f32::NEG_INFINITY), (2, -2.0), (3, f32::MAX)]);
         assert!(c.is_dense());
-        let err = Candidates::from_logits(&[0.0; 9].iter().copied().chain([f32::INFINITY]).collect::<Vec<_>>());
-        assert_eq!(err.unwrap_err(), Error::PositiveInfinity { index: 9, value: f32::INFINITY });
+        assert_eq!(c.softmax(), &[0.0, 0.0, 0.0, 1.0]);
+        let input = [0.0, 1.0, f32::INFINITY, f32::NAN];
+        assert_eq!(Candidates::first_non_finite(&input), Some((2, f32::INFINITY)));
+        assert_eq!(Candidates::first_non_finite(&[0.0, f32::NEG_INFINITY]), None);
     }
 
     #[test]
     fn softmax_by_hand() {
         // p = e^l / Σ e^l with l = [0, ln 3, -inf] → [1/4, 3/4, 0]
-        let mut c = Candidates::from_logits(&[0.0, 3f32.ln(), f32::NEG_INFINITY]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 3f32.ln(), f32::NEG_INFINITY]);
         let p = c.softmax().to_vec();
         assert!((p[0] - 0.25).abs() < 1e-6 && (p[1] - 0.75).abs() < 1e-6 && p[2] == 0.0);
     }
 
     #[test]
     fn pending_scale_applies_to_reads_and_softmax() {
-        let mut c = Candidates::from_logits(&[2.0, 0.0]).unwrap();
+        let mut c = Candidates::from_logits(&[2.0, 0.0]);
         c.scale_logits(0.5);
         assert_eq!(c.raw_logits(), &[2.0, 0.0]);
         assert_eq!(c.logit(0), 1.0);
@@ -574,7 +610,7 @@ mod tests {
     fn keep_top_breaks_ties_toward_lower_id_on_both_paths() {
         for n in [10usize, 5000] {
             let logits: Vec<f32> = (0..n).map(|i| if i % 3 == 0 { 1.0 } else { 0.0 }).collect();
-            let mut c = Candidates::from_logits(&logits).unwrap();
+            let mut c = Candidates::from_logits(&logits);
             c.keep_top(4);
             assert_eq!(pairs(&c), vec![(0, 1.0), (3, 1.0), (6, 1.0), (9, 1.0)], "n = {n}");
             assert!(c.is_sorted());
@@ -585,10 +621,11 @@ mod tests {
     fn keep_top_scan_agrees_with_select() {
         let n = 20_000;
         let logits: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1000) as f32).sin() * 3.0).collect();
-        let mut a = Candidates::from_logits(&logits).unwrap();
+        let mut a = Candidates::from_logits(&logits);
         a.keep_top(40);
-        let mut b = Candidates::from_logits(&logits).unwrap();
-        let order = b.top_by_select(40);
+        let mut b = Candidates::from_logits(&logits);
+        let mut order = b.top_by_select(40);
+        order.sort_unstable_by(|&x, &y| rank(b.key(x as usize), b.key(y as usize)));
         b.permute(&order);
         assert_eq!(pairs(&a), pairs(&b));
     }
@@ -604,14 +641,14 @@ mod tests {
 
     #[test]
     fn keep_top_drops_masked() {
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY]);
         c.keep_top(2);
         assert_eq!(pairs(&c), vec![(1, 1.0)]);
     }
 
     #[test]
     fn retain_keeps_order_and_probabilities() {
-        let mut c = Candidates::from_logits(&[0.0, 1.0, 2.0, 3.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 1.0, 2.0, 3.0]);
         c.softmax();
         c.retain(|id, _| id % 2 == 1);
         assert_eq!(pairs(&c), vec![(1, 1.0), (3, 3.0)]);
@@ -622,7 +659,7 @@ mod tests {
 
     #[test]
     fn keep_ranked_through_is_a_rank_prefix() {
-        let mut c = Candidates::from_logits(&[1.0, 3.0, 2.0, 3.0, 2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0, 3.0, 2.0, 3.0, 2.0]);
         c.scale_logits(0.5);
         // rank order: (3,id1) (3,id3) (2,id2) (2,id4) (1,id0); through (2, id 2)
         c.keep_ranked_through(2.0, 2);

@@ -10,14 +10,6 @@ use crate::params::ParamKind;
 /// line can print them as they are.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
-    /// A logit was `+inf`, which no softmax can normalize. (NaN is accepted and counts as `-inf`.)
-    #[error("logit {index} is {value}; logits must be finite, NaN or -inf")]
-    PositiveInfinity {
-        /// Position of the offending logit in the input.
-        index: usize,
-        /// The value found.
-        value: f32,
-    },
     /// Sparse candidates were given with different numbers of ids and logits.
     #[error("{ids} token ids but {logits} logits")]
     LengthMismatch {

@@ -5,21 +5,35 @@
 /// Number of independent lanes the kernels accumulate in.
 const LANES: usize = 8;
 
+/// Lanes of [`max`]: four independent 8-wide chains, so the loop is bound by loads rather than
+/// by the latency of one chain of comparisons.
+const MAX_LANES: usize = 32;
+
 /// The largest value, ignoring NaN; `-inf` for an empty slice.
 ///
 /// This is also the *floor* that `sieve bench` compares pipelines against: one pass that reads
-/// every logit.
+/// every logit, as fast as this machine reads them.
+#[inline]
 pub fn max(xs: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; LANES];
-    let chunks = xs.chunks_exact(LANES);
+    let mut acc = [f32::NEG_INFINITY; MAX_LANES];
+    let chunks = xs.chunks_exact(MAX_LANES);
     let tail = chunks.remainder();
     for chunk in chunks {
         for (a, &x) in acc.iter_mut().zip(chunk) {
             *a = if x > *a { x } else { *a };
         }
     }
-    let mut m = f32::NEG_INFINITY;
-    for &x in acc.iter().chain(tail) {
+    // Fold the lanes pairwise (each step vectorizes), then the tail.
+    let mut width = MAX_LANES / 2;
+    while width > 0 {
+        for i in 0..width {
+            let other = acc[i + width];
+            acc[i] = if other > acc[i] { other } else { acc[i] };
+        }
+        width /= 2;
+    }
+    let mut m = acc[0];
+    for &x in tail {
         if x > m {
             m = x;
         }
@@ -28,16 +42,20 @@ pub fn max(xs: &[f32]) -> f32 {
 }
 
 /// `e^x` for `f32`, accurate to about 2 ulp on the range where the result is a normal number,
-/// exactly `0` below −87.3 (so `-inf` gives `0`), `inf` above 88.7. Cephes-style: split
+/// exactly `0` below −87.3 (so `-inf` gives `0`), `inf` above 88.3. Cephes-style: split
 /// `x = n·ln2 + r` with `|r| ≤ ln2/2`, a degree-6 polynomial for `e^r`, and `2^n` built from
-/// the exponent bits. Branch-free, so loops over it vectorize.
+/// the exponent bits. Branch-free and free of float→int casts (the integer `n` is read from
+/// the bits of the rounding sum), so loops over it vectorize.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     const LOG2E: f32 = core::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
-    let clamped = x.clamp(-87.3, 88.7);
+    const ROUND_BITS: u32 = 0x4B40_0000; // the bits of ROUND; the integer sits in the low bits
+    const LOW: f32 = -87.3;
+    const HIGH: f32 = 88.3;
+    let clamped = x.clamp(LOW, HIGH);
     let shifted = clamped * LOG2E + ROUND;
     let n = shifted - ROUND;
     let r = clamped - n * LN2_HI - n * LN2_LO;
@@ -49,19 +67,21 @@ pub fn exp(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let e_r = p * r2 + r + 1.0;
-    let pow2n = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let n_int = shifted.to_bits().wrapping_sub(ROUND_BITS);
+    let pow2n = f32::from_bits(n_int.wrapping_add(127) << 23);
     let y = e_r * pow2n;
-    if x < -87.3 {
-        0.0
-    } else if x > 88.7 {
+    let y = if x < LOW { 0.0 } else { y };
+    if x > HIGH {
         f32::INFINITY
     } else {
         y
     }
 }
 
-/// Writes `out[i] = e^((xs[i] − shift)·scale)` and returns the sum of the outputs (accumulated
-/// per lane in `f32` over blocks of 1024, blocks summed in `f64`).
+/// Writes `out[i] = e^((xs[i] − shift)·scale)` and returns the sum of the outputs (per block
+/// of 1024: the exponentials in one vectorized loop, then their sum in 8 `f32` lanes; the block
+/// sums are added in `f64`). The order of additions is fixed, so the result is the same on
+/// every machine.
 ///
 /// # Panics
 /// If `out` is shorter than `xs`.
@@ -69,27 +89,55 @@ pub fn exp_shifted_into(xs: &[f32], shift: f32, scale: f32, out: &mut [f32]) -> 
     let out = &mut out[..xs.len()];
     let mut total = 0.0f64;
     for (xb, ob) in xs.chunks(1024).zip(out.chunks_mut(1024)) {
-        let mut acc = [0.0f32; LANES];
-        let xc = xb.chunks_exact(LANES);
-        let tail_x = xc.remainder();
-        let mut oc = ob.chunks_exact_mut(LANES);
-        for (xs8, os8) in xc.zip(&mut oc) {
-            for i in 0..LANES {
-                let e = exp((xs8[i] - shift) * scale);
-                os8[i] = e;
-                acc[i] += e;
-            }
+        for (o, &x) in ob.iter_mut().zip(xb) {
+            *o = exp((x - shift) * scale);
         }
-        let tail_o = oc.into_remainder();
-        let mut block: f32 = acc.iter().sum();
-        for (x, o) in tail_x.iter().zip(tail_o) {
-            let e = exp((x - shift) * scale);
-            *o = e;
-            block += e;
-        }
-        total += block as f64;
+        total += sum(ob) as f64;
     }
     total
+}
+
+/// The sum of `xs` in 8 `f32` lanes (a fixed order of additions that vectorizes).
+pub fn sum(xs: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a += x;
+        }
+    }
+    let mut total = 0.0f32;
+    for &x in acc.iter().chain(tail) {
+        total += x;
+    }
+    total
+}
+
+/// Calls `visit(i, xs[i])` for every `i` with `xs[i] >= threshold()`, in order, skipping
+/// whole blocks whose maximum is below the threshold (block maxima are vectorized lane loops:
+/// 256 elements, then 32). `threshold` is re-read after each visit, so it may rise during the
+/// scan (a running top-k); a visit may see an element a few places after the threshold rose
+/// past it, and must re-check.
+pub fn scan_at_least(xs: &[f32], mut threshold: impl FnMut() -> f32, mut visit: impl FnMut(usize, f32)) {
+    const OUTER: usize = 256;
+    const INNER: usize = 32;
+    for (b, block) in xs.chunks(OUTER).enumerate() {
+        if max(block) < threshold() {
+            continue;
+        }
+        for (s, sub) in block.chunks(INNER).enumerate() {
+            if max(sub) < threshold() {
+                continue;
+            }
+            let base = b * OUTER + s * INNER;
+            for (j, &x) in sub.iter().enumerate() {
+                if x >= threshold() {
+                    visit(base + j, x);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +159,16 @@ mod tests {
         assert_eq!(exp(f32::NEG_INFINITY), 0.0);
         assert_eq!(exp(-100.0), 0.0);
         assert_eq!(exp(100.0), f32::INFINITY);
+    }
+
+    #[test]
+    fn scan_visits_exactly_the_elements_at_least_the_threshold() {
+        let xs: alloc::vec::Vec<f32> = (0..1000).map(|i| ((i * 37) % 101) as f32).collect();
+        let mut seen = alloc::vec::Vec::new();
+        scan_at_least(&xs, || 99.0, |i, x| seen.push((i, x)));
+        let want: alloc::vec::Vec<(usize, f32)> =
+            xs.iter().copied().enumerate().filter(|&(_, x)| x >= 99.0).collect();
+        assert_eq!(seen, want);
     }
 
     #[test]

@@ -86,7 +86,7 @@ mod tests {
     fn draws(stage: &mut dyn Sampler, logits: &[f32], n: usize) -> Vec<Option<u32>> {
         (0..n)
             .map(|_| {
-                let mut c = Candidates::from_logits(logits).unwrap();
+                let mut c = Candidates::from_logits(logits);
                 stage.apply(&mut c, &Context::default()).unwrap();
                 c.selected_id()
             })
@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn does_not_reorder_or_truncate() {
         let logits = [0.3, -1.0, 2.0];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         Dist::new(1).apply(&mut c, &Context::default()).unwrap();
         assert!(c.is_dense() && !c.is_sorted() && c.selected().is_some());
         assert_eq!(c.raw_logits(), &logits);

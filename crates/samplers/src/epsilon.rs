@@ -121,7 +121,7 @@ mod tests {
     }
 
     fn run(e: f32, logits: &[f32]) -> Vec<u32> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         Epsilon::new(e).apply(&mut c, &Context::default()).unwrap();
         c.iter().map(|(id, _)| id).collect()
     }
@@ -138,7 +138,7 @@ mod tests {
     fn zero_and_low_e_are_identities() {
         let logits = ln(&[0.15, 0.5, 0.05, 0.3]);
         for e in [0.0, 0.01] {
-            let mut c = Candidates::from_logits(&logits).unwrap();
+            let mut c = Candidates::from_logits(&logits);
             Epsilon::new(e).apply(&mut c, &Context::default()).unwrap();
             assert!(c.is_dense(), "e = {e}");
             assert_eq!(c.len(), 4);
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn masked_candidates_are_dropped_and_all_masked_is_left_alone() {
         assert_eq!(run(0.1, &[0.0, f32::NEG_INFINITY, 0.0]), vec![0, 2]);
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 2]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 2]);
         Epsilon::new(0.5)
             .apply(&mut c, &Context::default())
             .unwrap();
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn probabilities_of_survivors_renormalize() {
         // p = [0.6, 0.35, 0.05], e = 0.1 → survivors 0.6, 0.35 → 0.6/0.95, 0.35/0.95.
-        let mut c = Candidates::from_logits(&ln(&[0.6, 0.35, 0.05])).unwrap();
+        let mut c = Candidates::from_logits(&ln(&[0.6, 0.35, 0.05]));
         Epsilon::new(0.1)
             .apply(&mut c, &Context::default())
             .unwrap();
@@ -187,7 +187,7 @@ mod tests {
         assert!(spec.check(&Value::Float(-0.1)).is_err());
         let args = Args::new("epsilon", vec![("e".into(), Value::Float(0.2))]);
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&ln(&[0.15, 0.5, 0.05, 0.3])).unwrap();
+        let mut c = Candidates::from_logits(&ln(&[0.15, 0.5, 0.05, 0.3]));
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![1, 3]);
     }

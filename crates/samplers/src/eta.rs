@@ -97,7 +97,7 @@ mod tests {
 
     fn run(e: f64, ps: &[f32]) -> Vec<u32> {
         let logits: Vec<f32> = ps.iter().map(|p| p.ln()).collect();
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         Eta::new(e).apply(&mut c, &Context::default()).unwrap();
         c.iter().map(|(id, _)| id).collect()
     }
@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn zero_is_an_identity_and_top_ties_survive() {
         let logits: Vec<f32> = P.iter().map(|p| p.ln()).collect();
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         Eta::new(0.0).apply(&mut c, &Context::default()).unwrap();
         assert!(c.is_dense());
         assert_eq!(c.len(), 4);
@@ -136,10 +136,10 @@ mod tests {
     #[test]
     fn masked_candidates_are_dropped_and_all_masked_is_left_alone() {
         // Two equal tokens and a masked one: H = ln 2, η ≤ e = 0.1 < 0.5; the masked one goes.
-        let mut c = Candidates::from_logits(&[0.0, f32::NEG_INFINITY, 0.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, f32::NEG_INFINITY, 0.0]);
         Eta::new(0.1).apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![0, 2]);
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]);
         Eta::new(0.5).apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.len(), 3);
     }
@@ -154,7 +154,7 @@ mod tests {
         let args = Args::new("eta", vec![("e".into(), Value::Float(0.3))]);
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
         let logits: Vec<f32> = P.iter().map(|p| p.ln()).collect();
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![0, 1]);
     }

@@ -101,13 +101,13 @@ mod tests {
     }
 
     fn pick_dense(logits: &[f32]) -> Option<u32> {
-        pick(&mut Candidates::from_logits(logits).unwrap())
+        pick(&mut Candidates::from_logits(logits))
     }
 
     #[test]
     fn selects_the_maximum_and_leaves_candidates_alone() {
         let logits = [0.1, 0.4, 0.3, 0.2];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         assert_eq!(pick(&mut c), Some(1));
         // A selector marks a candidate; it neither sorts nor truncates.
         assert!(c.is_dense() && !c.is_sorted());
@@ -137,14 +137,14 @@ mod tests {
         assert_eq!(pick_dense(&[NEG_INF, -5.0, NEG_INF, -7.0]), Some(1));
         assert_eq!(pick_dense(&[NEG_INF, NEG_INF]), None);
         assert_eq!(pick_dense(&[]), None);
-        let mut sorted = Candidates::from_logits(&[NEG_INF, NEG_INF]).unwrap();
+        let mut sorted = Candidates::from_logits(&[NEG_INF, NEG_INF]);
         sorted.sort_desc();
         assert_eq!(pick(&mut sorted), None);
     }
 
     #[test]
     fn pending_scale_does_not_change_the_choice() {
-        let mut c = Candidates::from_logits(&[1.0, 2.0, -3.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0, 2.0, -3.0]);
         c.scale_logits(0.25);
         assert_eq!(pick(&mut c), Some(1));
     }
@@ -164,7 +164,7 @@ mod tests {
         assert!(e.info.selector);
         assert!(e.info.params.is_empty());
         let mut stage = (e.build)(&Args::new("greedy", vec![]), &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&[0.0, 1.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 1.0]);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.selected_id(), Some(1));
     }

@@ -245,7 +245,7 @@ mod tests {
     }
 
     fn run(stage: &mut LogitBias, logits: &[f32]) -> Vec<(u32, f32)> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         stage.apply(&mut c, &Context::default()).unwrap();
         c.iter().collect()
     }
@@ -268,7 +268,7 @@ mod tests {
         ] {
             let mut stage = build(entries, None).unwrap();
             assert!(stage.biases().is_empty());
-            let mut c = Candidates::from_logits(&[1.0, 2.0]).unwrap();
+            let mut c = Candidates::from_logits(&[1.0, 2.0]);
             stage.apply(&mut c, &Context::default()).unwrap();
             assert!(c.is_dense());
             assert_eq!(c.iter().collect::<Vec<_>>(), vec![(0, 1.0), (1, 2.0)]);
@@ -421,7 +421,7 @@ mod tests {
             &BuildContext::default(),
         )
         .unwrap();
-        let mut c = Candidates::from_logits(&[0.0, 0.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 0.0]);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.iter().collect::<Vec<_>>(), vec![(0, 0.0), (1, -0.5)]);
     }

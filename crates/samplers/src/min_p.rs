@@ -137,7 +137,7 @@ mod tests {
     }
 
     fn run_dense(p: f32, min_keep: usize, logits: &[f32]) -> Vec<(u32, f32)> {
-        run(p, min_keep, &mut Candidates::from_logits(logits).unwrap())
+        run(p, min_keep, &mut Candidates::from_logits(logits))
     }
 
     fn ln(ps: &[f32]) -> Vec<f32> {
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn zero_is_an_identity() {
         let logits = [0.5, NEG_INF, -1.0];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         let got = run(0.0, 1, &mut c);
         assert_eq!(got, vec![(0, 0.5), (1, NEG_INF), (2, -1.0)]);
         assert!(c.is_dense() && !c.is_sorted());
@@ -221,7 +221,7 @@ mod tests {
         let logits = ln(&[0.1, 0.2, 0.3, 0.4]);
         assert_eq!(ids(&run_dense(0.9, 1, &logits)), vec![3]);
         // min_keep 3: the three most likely instead, sorted.
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         assert_eq!(ids(&run(0.9, 3, &mut c)), vec![3, 2, 1]);
         assert!(c.is_sorted());
         // min_keep 2 with a tie for second place: the lower id wins.
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn min_keep_met_keeps_the_current_order() {
         // p = [0.3, 0.1, 0.4, 0.2], min_p 0.3 → threshold 0.12: ids 0, 2, 3 ≥ min_keep 3.
-        let mut c = Candidates::from_logits(&ln(&[0.3, 0.1, 0.4, 0.2])).unwrap();
+        let mut c = Candidates::from_logits(&ln(&[0.3, 0.1, 0.4, 0.2]));
         assert_eq!(ids(&run(0.3, 3, &mut c)), vec![0, 2, 3]);
         assert!(!c.is_sorted());
     }
@@ -250,10 +250,10 @@ mod tests {
         // Logits [0, −1, −2] after temp 0.5 are [0, −2, −4]; min_p e^−3 → threshold −3
         // keeps ids 0 and 1 (without the temperature it would keep all three).
         let p = (-3.0f32).exp();
-        let mut c = Candidates::from_logits(&[0.0, -1.0, -2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, -1.0, -2.0]);
         c.scale_logits(2.0);
         assert_eq!(run(p, 1, &mut c), vec![(0, 0.0), (1, -2.0)]);
-        let mut c = Candidates::from_logits(&[0.0, -1.0, -2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, -1.0, -2.0]);
         c.scale_logits(2.0);
         assert_eq!(ids(&run(p, 2, &mut c)), vec![0, 1]);
         assert_eq!(ids(&run_dense(p, 1, &[0.0, -1.0, -2.0])), vec![0, 1, 2]);
@@ -282,7 +282,7 @@ mod tests {
             ],
         );
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&ln(&[0.4, 0.1, 0.3, 0.2])).unwrap();
+        let mut c = Candidates::from_logits(&ln(&[0.4, 0.1, 0.3, 0.2]));
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(ids(&c.iter().collect::<Vec<_>>()), vec![0, 2]);
     }

@@ -210,7 +210,7 @@ mod tests {
     }
 
     fn step(stage: &mut Mirostat, ps: &[f32]) -> (u32, Candidates) {
-        let mut c = Candidates::from_logits(&logits(ps)).unwrap();
+        let mut c = Candidates::from_logits(&logits(ps));
         stage.apply(&mut c, &Context::default()).unwrap();
         (c.selected_id().unwrap(), c)
     }
@@ -288,13 +288,13 @@ mod tests {
         let mut stage = Mirostat::new(5.0, 0.1, 100, 3);
         for _ in 0..5 {
             let mut c =
-                Candidates::from_logits(&[f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY]).unwrap();
+                Candidates::from_logits(&[f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY]);
             stage.apply(&mut c, &Context::default()).unwrap();
             assert_eq!(c.selected_id(), Some(1));
         }
         assert!((stage.mu() - (10.0 + 5.0 * 0.5)).abs() < 1e-9);
         // Nothing finite: no selection, no panic, μ untouched.
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 2]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 2]);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.selected(), None);
         assert!((stage.mu() - 12.5).abs() < 1e-9);
@@ -362,8 +362,7 @@ mod tests {
         let mut direct = Mirostat::new(3.0, 0.1, 100, 42);
         for _ in 0..20 {
             let mut c =
-                Candidates::from_logits(&logits(&[0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02]))
-                    .unwrap();
+                Candidates::from_logits(&logits(&[0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02]));
             built.apply(&mut c, &Context::default()).unwrap();
             assert_eq!(
                 c.selected_id(),

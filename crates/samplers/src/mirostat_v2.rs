@@ -148,7 +148,7 @@ mod tests {
 
     fn step(stage: &mut MirostatV2, ps: &[f32]) -> (u32, Candidates) {
         let logits: Vec<f32> = ps.iter().map(|p| p.ln()).collect();
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         stage.apply(&mut c, &Context::default()).unwrap();
         (c.selected_id().unwrap(), c)
     }
@@ -201,7 +201,7 @@ mod tests {
             assert_ne!(token, 1);
             assert_eq!(c.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![0, 2]);
         }
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.selected(), None);
         assert_eq!(stage.mu(), 2000.0);
@@ -254,7 +254,7 @@ mod tests {
         let ps: [f32; 8] = [0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02];
         for _ in 0..20 {
             let logits: Vec<f32> = ps.iter().map(|p| p.ln()).collect();
-            let mut c = Candidates::from_logits(&logits).unwrap();
+            let mut c = Candidates::from_logits(&logits);
             built.apply(&mut c, &Context::default()).unwrap();
             assert_eq!(c.selected_id(), Some(step(&mut direct, &ps).0));
         }

@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn masks_dense_and_sparse_candidates() {
         let history = [1, 2, 3, 1];
-        let mut c = Candidates::from_logits(&[0.0, 1.0, 2.0, 3.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 1.0, 2.0, 3.0]);
         NoRepeatNgram::new(2)
             .apply(&mut c, &Context::with_history(&history))
             .unwrap();
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn zero_is_an_identity_and_out_of_vocab_ids_are_ignored() {
-        let mut c = Candidates::from_logits(&[0.5, 1.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.5, 1.0]);
         NoRepeatNgram::new(0)
             .apply(&mut c, &Context::with_history(&[1, 1, 1]))
             .unwrap();
@@ -249,7 +249,7 @@ mod tests {
         assert!(e.info.params[0].check(&Value::Int(-1)).is_err());
         let args = Args::new("no_repeat_ngram", vec![("n".into(), Value::Int(2))]);
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&[0.0, 0.0]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 0.0]);
         stage
             .apply(&mut c, &Context::with_history(&[0, 1, 0]))
             .unwrap();

@@ -201,7 +201,7 @@ mod tests {
     use sieve_core::{Args, BuildContext, Value};
 
     fn run(p: &mut Penalty, logits: &[f32], history: &[u32]) -> Vec<(u32, f32)> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         p.apply(&mut c, &Context::with_history(history)).unwrap();
         c.iter().collect()
     }
@@ -223,7 +223,7 @@ mod tests {
             Penalty::new(2.0, 1.0, 1.0, 0),
         ] {
             assert!(p.is_neutral());
-            let mut c = Candidates::from_logits(&logits).unwrap();
+            let mut c = Candidates::from_logits(&logits);
             p.apply(&mut c, &Context::with_history(&history)).unwrap();
             assert!(c.is_dense());
             assert_eq!(c.iter().collect::<Vec<_>>(), ids(&logits));
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn pending_temperature_is_applied_first() {
         // Logit 4 scaled by 0.5 is 2; then / 2 → 1.
-        let mut c = Candidates::from_logits(&[4.0, 1.0]).unwrap();
+        let mut c = Candidates::from_logits(&[4.0, 1.0]);
         c.scale_logits(0.5);
         Penalty::new(2.0, 0.0, 0.0, 64)
             .apply(&mut c, &Context::with_history(&[0]))
@@ -402,7 +402,7 @@ mod tests {
             ],
         );
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&[2.0, 2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[2.0, 2.0]);
         stage.apply(&mut c, &Context::with_history(&[1])).unwrap();
         assert_eq!(c.iter().collect::<Vec<_>>(), ids(&[2.0, 1.0]));
     }

@@ -1,14 +1,21 @@
 //! Shared by the selectors: the seeded inverse-CDF draw and the entropy of a distribution.
 
-use sieve_core::{Candidates, SieveRng};
+use sieve_core::{math, Candidates, SieveRng};
+
+/// Block size of the draw's first, vectorized level.
+const DRAW_BLOCK: usize = 1024;
 
 /// Draws one candidate index with probability `p_i` (the softmax of the current candidates),
-/// from one uniform `u ∈ [0, 1)`: the first `i` (in current order) whose cumulative weight,
-/// summed in `f64`, exceeds `u · Σw` (`w` = the unnormalized softmax weights, so no
-/// normalizing pass is needed).
+/// from one uniform `u ∈ [0, 1)`: with `w` the unnormalized softmax weights, the first `i` (in
+/// current order) whose cumulative weight exceeds `u · Σw`.
+///
+/// The cumulative weight is taken in two levels, so a full vocabulary is not one long serial
+/// sum: block sums of 1024 weights ([`sieve_core::math::sum`], added in `f64`) find the block,
+/// then a serial `f64` sum inside it finds the token. The order of additions is fixed, so the
+/// same seed picks the same token on every machine.
 ///
 /// Unlike llama.cpp (`cum >= target`), the comparison is strict, so a masked candidate
-/// (`p = 0`) is never chosen, even for `u = 0`. If rounding leaves the target unreached, the
+/// (`p = 0`) is never chosen, even for `u = 0`; if rounding leaves the target unreached, the
 /// last candidate with `p > 0` is chosen. Exactly one draw is consumed per call with at least
 /// one finite candidate, also for a single candidate (as llama.cpp does, to keep streams
 /// aligned); `None`, without a draw, when every candidate is masked.
@@ -20,17 +27,24 @@ pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> Option<us
     let (weights, total) = candidates.weights();
     let target = u * total;
     let mut cum = 0.0f64;
-    let mut last_positive = None;
-    for (i, &w) in weights.iter().enumerate() {
+    let mut start = 0;
+    for block in weights.chunks(DRAW_BLOCK) {
+        let block_sum = math::sum(block) as f64;
+        if cum + block_sum > target {
+            break;
+        }
+        cum += block_sum;
+        start += block.len();
+    }
+    for (i, &w) in weights.iter().enumerate().skip(start) {
         if w > 0.0 {
             cum += w as f64;
-            last_positive = Some(i);
             if cum > target {
                 return Some(i);
             }
         }
     }
-    last_positive
+    weights.iter().rposition(|&w| w > 0.0)
 }
 
 /// Shannon entropy in nats, `H = −Σ_{p_i > 0} p_i ln p_i`.
@@ -51,7 +65,7 @@ mod tests {
 
     #[test]
     fn draw_never_picks_a_masked_candidate() {
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY]);
         let mut rng = SieveRng::new(1, "dist");
         for _ in 0..50 {
             assert_eq!(draw(&mut c, &mut rng), Some(1));
@@ -60,7 +74,7 @@ mod tests {
 
     #[test]
     fn draw_on_all_masked_is_none() {
-        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]).unwrap();
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3]);
         assert_eq!(draw(&mut c, &mut SieveRng::new(1, "dist")), None);
     }
 

@@ -185,7 +185,7 @@ mod tests {
     }
 
     fn run_dense(stage: Temp, logits: &[f32]) -> Vec<(u32, f32)> {
-        run(stage, &mut Candidates::from_logits(logits).unwrap())
+        run(stage, &mut Candidates::from_logits(logits))
     }
 
     fn dense(logits: &[f32]) -> Vec<(u32, f32)> {
@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn neutral_is_an_identity() {
         let logits = [0.5, -1.0, NEG_INF, 2.0];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         assert_eq!(run(Temp::new(1.0), &mut c), dense(&logits));
         assert!(c.is_dense() && !c.is_sorted());
         assert_eq!(c.pending_scale(), 1.0);
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn plain_temperature_is_a_lazy_scale() {
         // t = 0.5: l / t = 2·l.
-        let mut c = Candidates::from_logits(&[1.0, -2.0, NEG_INF, 3.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0, -2.0, NEG_INF, 3.0]);
         assert_eq!(
             run(Temp::new(0.5), &mut c),
             vec![(0, 2.0), (1, -4.0), (2, NEG_INF), (3, 6.0)]
@@ -247,7 +247,7 @@ mod tests {
             vec![(5, NEG_INF), (2, 3.0), (9, NEG_INF)]
         );
         // The kept logit includes an earlier pending scale.
-        let mut c = Candidates::from_logits(&[1.0, 2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0, 2.0]);
         c.scale_logits(3.0);
         assert_eq!(run(Temp::new(0.0), &mut c), vec![(0, NEG_INF), (1, 6.0)]);
         // Nothing finite, or nothing at all: unchanged, no panic.
@@ -266,7 +266,7 @@ mod tests {
             vec![(0, NEG_INF), (1, 2.0), (2, NEG_INF)]
         );
         // Two tiny temperatures whose product of factors overflows.
-        let mut c = Candidates::from_logits(&[1.0, 2.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0, 2.0]);
         c.scale_logits(1e30);
         assert_eq!(run(Temp::new(1e-20), &mut c), vec![(0, NEG_INF), (1, 2e30)]);
         // 1 / 1e300 underflows to 0: the t → ∞ limit, all finite logits equal (uniform).
@@ -280,7 +280,7 @@ mod tests {
     fn dynamic_uniform_gives_t_max_counting_only_finite_candidates() {
         // Two finite candidates of equal logit and one masked: H = ln 2 = H_max (n = 2), so
         // t_dyn = t + range = 1.5. (llama.cpp would use H_max = ln 3 and t_dyn ≈ 1.13.)
-        let mut c = Candidates::from_logits(&[0.0, 0.0, NEG_INF]).unwrap();
+        let mut c = Candidates::from_logits(&[0.0, 0.0, NEG_INF]);
         run(Temp::dynamic(1.0, 0.5, 1.0), &mut c);
         assert!(
             (c.pending_scale() - 1.0 / 1.5).abs() < 1e-6,
@@ -299,7 +299,7 @@ mod tests {
         //   exponent 0: t_dyn = t_max = 2, scale = 0.5.
         let logits = [2f32.ln(), 0.0, 0.0];
         for (exponent, want) in [(1.0, 0.528321), (2.0, 0.558246), (0.0, 0.5)] {
-            let mut c = Candidates::from_logits(&logits).unwrap();
+            let mut c = Candidates::from_logits(&logits);
             run(Temp::dynamic(1.0, 1.0, exponent), &mut c);
             assert!(
                 (c.pending_scale() - want).abs() < 1e-5,
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn dynamic_needs_two_finite_candidates() {
         for logits in [&[3.0, NEG_INF][..], &[3.0], &[]] {
-            let mut c = Candidates::from_logits(logits).unwrap();
+            let mut c = Candidates::from_logits(logits);
             assert_eq!(run(Temp::dynamic(0.7, 0.5, 1.0), &mut c), dense(logits));
             assert_eq!(c.pending_scale(), 1.0);
         }
@@ -354,7 +354,7 @@ mod tests {
             )
         };
         let mut stage = (e.build)(&args(0.5), &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&[1.0]).unwrap();
+        let mut c = Candidates::from_logits(&[1.0]);
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.pending_scale(), 2.0);
         let missing = Args::new("temp", vec![]);

@@ -61,7 +61,7 @@ mod tests {
     use alloc::vec::Vec;
 
     fn run(k: usize, logits: &[f32]) -> Vec<(u32, f32)> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         TopK::new(k).apply(&mut c, &Context::default()).unwrap();
         c.iter().collect()
     }

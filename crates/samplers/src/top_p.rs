@@ -21,11 +21,12 @@
 //!
 //! # Speed
 //! On a short or already sorted list: sort, then one prefix walk. On a long unsorted list
-//! (a full vocabulary) nothing is sorted: the boundary is found by narrowing a band of logits
-//! around it, each round estimating the cut from a small strided sample and then measuring
-//! the exact mass above the band in one pass, until the band is small enough to sort; the
-//! kept set is then one pass ([`Candidates::keep_ranked_through`]). The output keeps the
-//! input order on that path (and is sorted on the short one).
+//! (a full vocabulary) nothing long is sorted: the `K` best candidates are found with the
+//! threshold scan of [`Candidates::top_positions_unordered`] (about one read of the logits),
+//! starting at `K = 256` and growing while their mass stays below `p`; inside them a weighted
+//! quickselect finds the cut, and the kept set is one pass
+//! ([`Candidates::keep_ranked_through`]). The output keeps the input order on that path (and
+//! is sorted on the short one).
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -36,14 +37,10 @@ use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEnt
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;
-/// A band this small is sorted to find the exact cut.
-const BAND_SORT_MAX: usize = 512;
-/// Strided sample size for estimating the cut.
-const SAMPLE: usize = 256;
-/// Sample ranks on each side of the estimated cut that bound the band.
-const MARGIN: usize = 12;
-/// Narrowing rounds before sorting whatever band is left.
-const MAX_ROUNDS: usize = 8;
+/// The first number of best candidates examined on a long list.
+const FIRST_K: usize = 256;
+/// Quickselect sorts ranges this short.
+const QUICKSELECT_SORT_MAX: usize = 24;
 
 /// The `top_p` stage.
 #[derive(Debug, Clone)]
@@ -74,7 +71,6 @@ impl Sampler for TopP {
             candidates.truncate(count);
             return Ok(());
         }
-        candidates.softmax();
         let cut = find_cut(candidates, self.p);
         if cut.count >= self.min_keep {
             candidates.keep_ranked_through(cut.raw_logit, cut.id);
@@ -110,122 +106,99 @@ fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
     b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
-/// Finds the top-p cut of unsorted candidates whose probabilities are cached.
-fn find_cut(candidates: &Candidates, p: f64) -> Cut {
+/// A candidate in question: weight, raw logit, id.
+type Item = (f32, f32, u32);
+
+/// Finds the top-p cut of long unsorted candidates (see the module doc, *Speed*).
+fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
+    let total = candidates.weights().1;
+    let candidates = &*candidates;
+    let weights = candidates.cached_probs().unwrap_or(&[]);
     let raw = candidates.raw_logits();
-    let probs = candidates.cached_probs().unwrap_or(&[]);
-    // `band` holds the positions still in question (None: all); everything ranked above the
-    // band is kept, with mass `above` and count `above_count`.
-    let mut band: Option<Vec<u32>> = None;
-    let mut band_mass = probs.iter().map(|&x| x as f64).sum::<f64>();
-    let mut above = 0.0f64;
-    let mut above_count = 0usize;
-    for _ in 0..MAX_ROUNDS {
-        let len = band.as_ref().map_or(raw.len(), Vec::len);
-        if len <= BAND_SORT_MAX {
-            break;
+    let target = p * total;
+    let mut k = FIRST_K;
+    loop {
+        let top = candidates.top_positions_unordered(k);
+        let mut items: Vec<Item> = top
+            .iter()
+            .map(|&pos| (weights[pos as usize], raw[pos as usize], candidates.id(pos as usize)))
+            .collect();
+        let mass: f64 = items.iter().map(|item| item.0 as f64).sum();
+        if mass >= target || k >= raw.len() {
+            return weighted_select(&mut items, target);
         }
-        let at = |j: usize| band.as_ref().map_or(j, |b| b[j] as usize);
-        let need = p - above;
-        let Some((hi, lo)) = estimate_bounds(raw, probs, len, &at, need / band_mass) else {
-            break;
-        };
-        // One pass: mass and count strictly above `hi`, and the band (lo, hi].
-        let mut mass_hi = 0.0f64;
-        let mut count_hi = 0usize;
-        let mut mass_mid = 0.0f64;
-        let mut mid = Vec::new();
-        for j in 0..len {
-            let pos = at(j);
-            let x = raw[pos];
-            if x > hi {
-                mass_hi += probs[pos] as f64;
-                count_hi += 1;
-            } else if x > lo {
-                mass_mid += probs[pos] as f64;
-                mid.push(pos as u32);
+        // Every candidate outside the top k weighs at most the lightest inside, so at least
+        // `(target − mass) / lightest` more are needed; grow by at least 8×.
+        let lightest = items.iter().map(|item| item.0).fold(f32::INFINITY, f32::min) as f64;
+        let needed = if lightest > 0.0 { (target - mass) / lightest } else { f64::INFINITY };
+        let grown = (k as f64 + 2.0 * needed).max(8.0 * k as f64);
+        k = if grown >= raw.len() as f64 { raw.len() } else { grown as usize };
+    }
+}
+
+/// The cut among `items` (the best candidates, in any order): the item at which the mass, in
+/// rank order, first reaches `target`. Weighted quickselect: partition around a pivot, keep the
+/// side holding the cut; expected linear time. If the mass never reaches `target` (rounding),
+/// the last item in rank order.
+fn weighted_select(items: &mut [Item], target: f64) -> Cut {
+    let before = |a: &Item, b: &Item| rank((a.1, a.2), (b.1, b.2)) == Ordering::Less;
+    let (mut lo, mut hi) = (0usize, items.len());
+    let mut need = target;
+    let mut kept_before = 0usize;
+    while hi - lo > QUICKSELECT_SORT_MAX {
+        let part = &mut items[lo..hi];
+        let pivot = median_of_three(part, &before);
+        let mut split = 0;
+        for i in 0..part.len() {
+            if before(&part[i], &pivot) {
+                part.swap(i, split);
+                split += 1;
             }
         }
-        if mass_hi >= need {
-            // The cut lies above `hi`: narrow to that part.
-            band = Some((0..len).map(&at).filter(|&pos| raw[pos] > hi).map(|pos| pos as u32).collect());
-            band_mass = mass_hi;
-        } else if mass_hi + mass_mid < need {
-            // The cut lies at or below `lo`: everything above it is kept.
-            above += mass_hi + mass_mid;
-            above_count += count_hi + mid.len();
-            band = Some((0..len).map(&at).filter(|&pos| raw[pos] <= lo).map(|pos| pos as u32).collect());
-            band_mass -= mass_hi + mass_mid;
+        let mass: f64 = part[..split].iter().map(|item| item.0 as f64).sum();
+        if mass >= need {
+            hi = lo + split;
         } else {
-            above += mass_hi;
-            above_count += count_hi;
-            if mid.len() == len {
-                band = Some(mid);
-                break;
+            need -= mass;
+            kept_before += split;
+            lo += split;
+        }
+        if split == 0 {
+            // The pivot is the best of the range: take it, or go past it.
+            let at = part.iter().position(|item| item.1 == pivot.1 && item.2 == pivot.2).unwrap_or(0);
+            part.swap(0, at);
+            if (part[0].0 as f64) >= need || hi - lo == 1 {
+                return Cut { raw_logit: part[0].1, id: part[0].2, count: kept_before + 1 };
             }
-            band = Some(mid);
-            band_mass = mass_mid;
+            need -= part[0].0 as f64;
+            kept_before += 1;
+            lo += 1;
         }
     }
-    exact_cut(candidates, band, above, above_count, p)
-}
-
-/// From a strided sample of the band, the logits bounding the estimated cut: `(hi, lo)` with
-/// about `MARGIN` sampled candidates between each bound and the cut. `None` when the sample
-/// cannot separate anything (all equal, or no mass).
-fn estimate_bounds(
-    raw: &[f32],
-    probs: &[f32],
-    len: usize,
-    at: &impl Fn(usize) -> usize,
-    need_fraction: f64,
-) -> Option<(f32, f32)> {
-    let m = SAMPLE.min(len);
-    let mut sample: Vec<(f32, f32)> = (0..m)
-        .map(|j| {
-            let pos = at(j * len / m);
-            (raw[pos], probs[pos])
-        })
-        .collect();
-    sample.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-    let total: f64 = sample.iter().map(|s| s.1 as f64).sum();
-    if total <= 0.0 || sample[0].0 == sample[m - 1].0 {
-        return None;
-    }
+    let rest = &mut items[lo..hi];
+    rest.sort_unstable_by(|a, b| rank((a.1, a.2), (b.1, b.2)));
     let mut cum = 0.0f64;
-    let mut star = m - 1;
-    for (j, s) in sample.iter().enumerate() {
-        cum += s.1 as f64;
-        if cum >= need_fraction * total {
-            star = j;
-            break;
+    for (i, item) in rest.iter().enumerate() {
+        cum += item.0 as f64;
+        if cum >= need {
+            return Cut { raw_logit: item.1, id: item.2, count: kept_before + i + 1 };
         }
     }
-    let hi = if star >= MARGIN { sample[star - MARGIN].0 } else { f32::INFINITY };
-    let lo = if star + MARGIN < m { sample[star + MARGIN].0 } else { f32::NEG_INFINITY };
-    Some((hi, lo))
+    match rest.last() {
+        Some(last) => Cut { raw_logit: last.1, id: last.2, count: kept_before + rest.len() },
+        None => Cut { raw_logit: f32::INFINITY, id: 0, count: kept_before },
+    }
 }
 
-/// Sorts the band and walks it from the mass above it to the cut.
-fn exact_cut(candidates: &Candidates, band: Option<Vec<u32>>, above: f64, above_count: usize, p: f64) -> Cut {
-    let raw = candidates.raw_logits();
-    let probs = candidates.cached_probs().unwrap_or(&[]);
-    let mut items: Vec<(f32, u32, f32)> = match band {
-        Some(b) => b.into_iter().map(|pos| pos as usize).map(|pos| (raw[pos], candidates.id(pos), probs[pos])).collect(),
-        None => (0..raw.len()).map(|pos| (raw[pos], candidates.id(pos), probs[pos])).collect(),
-    };
-    items.sort_unstable_by(|a, b| rank((a.0, a.1), (b.0, b.1)));
-    let mut cum = above;
-    for (i, item) in items.iter().enumerate() {
-        cum += item.2 as f64;
-        if cum >= p {
-            return Cut { raw_logit: item.0, id: item.1, count: above_count + i + 1 };
-        }
-    }
-    // Rounding left `p` unreached: keep everything in the band.
-    match items.last() {
-        Some(last) => Cut { raw_logit: last.0, id: last.1, count: above_count + items.len() },
-        None => Cut { raw_logit: f32::INFINITY, id: 0, count: above_count },
+/// The median (in rank order) of the first, middle and last items.
+fn median_of_three(part: &[Item], before: &impl Fn(&Item, &Item) -> bool) -> Item {
+    let (a, b, c) = (part[0], part[part.len() / 2], part[part.len() - 1]);
+    if before(&a, &b) == before(&b, &c) {
+        b
+    } else if before(&b, &a) == before(&a, &c) {
+        a
+    } else {
+        c
     }
 }
 
@@ -247,7 +220,7 @@ mod tests {
     use super::*;
 
     fn run(p: f64, min_keep: usize, logits: &[f32]) -> Vec<u32> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         TopP::new(p, min_keep).apply(&mut c, &Context::default()).unwrap();
         let mut ids: Vec<u32> = c.iter().map(|(id, _)| id).collect();
         ids.sort_unstable();
@@ -277,7 +250,7 @@ mod tests {
     #[test]
     fn one_is_an_identity() {
         let logits = [0.3, f32::NEG_INFINITY, 0.1];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         TopP::new(1.0, 1).apply(&mut c, &Context::default()).unwrap();
         assert!(c.is_dense() && !c.is_sorted());
         assert_eq!(c.iter().collect::<Vec<_>>(), vec![(0, 0.3), (1, f32::NEG_INFINITY), (2, 0.1)]);
@@ -291,10 +264,10 @@ mod tests {
 
     /// The long path must agree with sorting everything and walking the prefix.
     fn check_long_path(logits: &[f32], p: f64) {
-        let mut fast = Candidates::from_logits(logits).unwrap();
+        let mut fast = Candidates::from_logits(logits);
         fast.scale_logits(1.0 / 0.7);
         TopP::new(p, 1).apply(&mut fast, &Context::default()).unwrap();
-        let mut slow = Candidates::from_logits(logits).unwrap();
+        let mut slow = Candidates::from_logits(logits);
         slow.scale_logits(1.0 / 0.7);
         slow.sort_desc();
         let sorted_probs = slow.softmax().to_vec();

@@ -159,7 +159,7 @@ mod tests {
     }
 
     fn run_dense(p: f64, min_keep: usize, logits: &[f32]) -> Vec<u32> {
-        run(p, min_keep, &mut Candidates::from_logits(logits).unwrap())
+        run(p, min_keep, &mut Candidates::from_logits(logits))
     }
 
     /// `ln` of `[0.4, 0.3, 0.2, 0.1]`, ids 0..4.
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn one_is_an_identity() {
         let logits = [0.5, NEG_INF, -1.0];
-        let mut c = Candidates::from_logits(&logits).unwrap();
+        let mut c = Candidates::from_logits(&logits);
         assert_eq!(run(1.0, 1, &mut c), vec![0, 1, 2]);
         assert!(c.is_dense() && c.cached_probs().is_none());
         assert_eq!(c.raw_logits(), &logits);
@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(run_dense(0.95, 1, &tenths()), vec![1, 2, 0, 3]); // 1.0 > 0.95
         assert_eq!(run_dense(0.2, 1, &tenths()), vec![1]); // 0.3 > 0.2
         assert_eq!(run_dense(0.0, 1, &tenths()), vec![1]);
-        let mut c = Candidates::from_logits(&tenths()).unwrap();
+        let mut c = Candidates::from_logits(&tenths());
         run(0.6, 1, &mut c);
         assert!(!c.is_sorted());
         // The logits travel with their ids.
@@ -257,7 +257,7 @@ mod tests {
             ],
         );
         let mut stage = (e.build)(&args, &BuildContext::default()).unwrap();
-        let mut c = Candidates::from_logits(&tenths()).unwrap();
+        let mut c = Candidates::from_logits(&tenths());
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![1, 2]);
     }

@@ -139,7 +139,7 @@ mod tests {
     const NEG_INF: f32 = f32::NEG_INFINITY;
 
     fn run(stage: &mut Xtc, logits: &[f32]) -> Vec<u32> {
-        let mut c = Candidates::from_logits(logits).unwrap();
+        let mut c = Candidates::from_logits(logits);
         stage.apply(&mut c, &Context::default()).unwrap();
         c.iter().map(|(id, _)| id).collect()
     }
@@ -161,7 +161,7 @@ mod tests {
         // threshold 0.25: top choices 0.4, 0.3 → remove id 1.
         assert_eq!(run(&mut always(0.25, 1), &tenths()), vec![3, 2, 0]);
         // threshold 0.35: one top choice → nothing removed, but the candidates are sorted.
-        let mut c = Candidates::from_logits(&tenths()).unwrap();
+        let mut c = Candidates::from_logits(&tenths());
         always(0.35, 1).apply(&mut c, &Context::default()).unwrap();
         assert_eq!(
             c.iter().map(|(id, _)| id).collect::<Vec<_>>(),
@@ -272,7 +272,7 @@ mod tests {
         let pattern = |stage: &mut dyn Sampler| {
             (0..64)
                 .map(|_| {
-                    let mut c = Candidates::from_logits(&tenths()).unwrap();
+                    let mut c = Candidates::from_logits(&tenths());
                     stage.apply(&mut c, &Context::default()).unwrap();
                     c.len()
                 })

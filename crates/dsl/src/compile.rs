@@ -1,0 +1,110 @@
+//! Parse, validate and build in one step, with constructor errors placed in the source text.
+
+use alloc::vec::Vec;
+
+use sieve_core::{BuildContext, Error, Pipeline, Registry};
+
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::spec::PipelineSpec;
+use crate::validate::StageSpans;
+use crate::{suggest, syntax, validate};
+
+/// A compiled pipeline: its canonical spec and the built stages.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The validated, canonical spec.
+    pub spec: PipelineSpec,
+    /// The built stages, ready to sample.
+    pub pipeline: Pipeline,
+}
+
+/// Parses, validates and builds `source`. A constructor's error is pointed at the offending
+/// argument as written (or at the stage, when the argument was left to its default; or at the
+/// end of the text for an appended `dist`).
+///
+/// # Errors
+/// The first mistake, as a [`Diagnostic`] pointing into `source`.
+pub fn compile(
+    source: &str,
+    registry: &Registry,
+    cx: &BuildContext<'_>,
+) -> Result<Compiled, Diagnostic> {
+    let (spec, spans) = parse_located(source, registry)?;
+    let pipeline = build_located(&spec, &spans, registry, cx, source)?;
+    Ok(Compiled { spec, pipeline })
+}
+
+/// Parses and validates `source`, keeping where each stage and argument was written.
+pub(crate) fn parse_located(
+    source: &str,
+    registry: &Registry,
+) -> Result<(PipelineSpec, Vec<StageSpans>), Diagnostic> {
+    let stages = syntax::parse(source)?;
+    validate::validate(&stages, registry, source)
+}
+
+/// Builds `spec`, whose stages and arguments are at `spans` of `source`.
+pub(crate) fn build_located(
+    spec: &PipelineSpec,
+    spans: &[StageSpans],
+    registry: &Registry,
+    cx: &BuildContext<'_>,
+    source: &str,
+) -> Result<Pipeline, Diagnostic> {
+    let mut stages = Vec::with_capacity(spec.stages.len());
+    for (i, stage) in spec.stages.iter().enumerate() {
+        let at = spans.get(i);
+        let stage_span = at.map_or_else(|| crate::Span::point(source.len()), |s| s.stage);
+        if registry.get(&stage.name).is_none() {
+            let names: Vec<&str> = registry.names().collect();
+            let d = Diagnostic::new(
+                DiagnosticKind::UnknownStage,
+                alloc::format!(
+                    "unknown stage `{}`",
+                    crate::diagnostic::clip(&stage.name, 32)
+                ),
+                stage_span,
+                source,
+            );
+            return Err(
+                match suggest::did_you_mean(&suggest::closest(&stage.name, &names)) {
+                    Some(near) => d.with_help(near),
+                    None => d,
+                },
+            );
+        }
+        let args = sieve_core::Args::new(&stage.name, stage.args.clone());
+        match registry.build(&stage.name, &args, cx) {
+            Ok(built) => stages.push(built),
+            Err(e) => return Err(build_error(&e, at, stage_span, source)),
+        }
+    }
+    Ok(Pipeline::new(stages))
+}
+
+/// A constructor's error, placed at the argument it names when that argument was written.
+fn build_error(
+    e: &Error,
+    at: Option<&StageSpans>,
+    stage_span: crate::Span,
+    source: &str,
+) -> Diagnostic {
+    let (kind, param) = match e {
+        Error::InvalidArgument { param, .. } => (DiagnosticKind::InvalidArgument, Some(param)),
+        Error::WrongType { param, .. } => (DiagnosticKind::WrongType, Some(param)),
+        Error::MissingArgument { param, .. } => (DiagnosticKind::MissingArgument, Some(param)),
+        Error::UnknownStage { .. } => (DiagnosticKind::UnknownStage, None),
+        _ => (DiagnosticKind::Build, None),
+    };
+    let span = match (at, param) {
+        (Some(at), Some(param)) => at.of(param),
+        _ => stage_span,
+    };
+    let d = Diagnostic::new(kind, alloc::string::ToString::to_string(e), span, source);
+    match at {
+        Some(at) if at.appended => {
+            d.with_help("`dist` was appended because the pipeline does not end in a selector")
+        }
+        _ => d,
+    }
+}

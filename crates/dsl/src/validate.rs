@@ -1,0 +1,379 @@
+//! Stages as written, checked against the registry's schemas: names resolved, arguments
+//! matched to parameters by position or name, types and ranges checked, defaults filled, and
+//! `dist` appended when the pipeline does not end in a selector.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use sieve_core::{ParamKind, ParamSpec, Registry, StageInfo, Value};
+
+use crate::ast;
+use crate::diagnostic::{clip, Diagnostic, DiagnosticKind};
+use crate::span::{line_column, Span};
+use crate::spec::{PipelineSpec, StageSpec};
+use crate::suggest;
+
+/// Where each stage and each given argument of a validated pipeline was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StageSpans {
+    /// The stage (for an appended `dist`: the point after the last stage).
+    pub stage: Span,
+    /// Each argument given in the text, by parameter name: the span of `name=value` or of the
+    /// positional value.
+    pub args: Vec<(String, Span)>,
+    /// Whether the stage was appended, not written.
+    pub appended: bool,
+}
+
+impl StageSpans {
+    /// The span of argument `param` when it was written, else of the stage.
+    pub fn of(&self, param: &str) -> Span {
+        self.args
+            .iter()
+            .find(|(n, _)| n == param)
+            .map_or(self.stage, |(_, s)| *s)
+    }
+}
+
+/// `top_p(p=0.9, min_keep=1)`, with required parameters bare: the form shown in help lines.
+pub(crate) fn signature(info: &StageInfo) -> String {
+    let params: Vec<String> = info
+        .params
+        .iter()
+        .map(|p| match &p.default {
+            Some(d) => alloc::format!("{}={}", p.name, clip(&d.to_string(), 20)),
+            None => p.name.clone(),
+        })
+        .collect();
+    alloc::format!("{}({})", info.name, params.join(", "))
+}
+
+fn param_names(info: &StageInfo) -> Vec<&str> {
+    info.params.iter().map(|p| p.name.as_str()).collect()
+}
+
+/// Whether `value` has a type `kind` accepts (before range checks).
+fn type_fits(kind: ParamKind, value: &Value) -> bool {
+    matches!(
+        (kind, value),
+        (ParamKind::Float, Value::Int(_) | Value::Float(_))
+            | (ParamKind::Int, Value::Int(_))
+            | (ParamKind::Bool, Value::Bool(_))
+            | (ParamKind::Str, Value::Str(_))
+            | (ParamKind::List, Value::List(_))
+            | (ParamKind::Map, Value::Map(_))
+    )
+}
+
+/// The value a default stands for in canonical form (an integer default of a float parameter
+/// becomes a float, so that the canonical text parses back to the same spec).
+pub(crate) fn canonical_default(p: &ParamSpec) -> Option<Value> {
+    p.default
+        .as_ref()
+        .map(|d| p.check(d).unwrap_or_else(|_| d.clone()))
+}
+
+/// Checks one argument against its parameter.
+fn check(
+    info: &StageInfo,
+    p: &ParamSpec,
+    value: &Value,
+    span: Span,
+    source: &str,
+) -> Result<Value, Diagnostic> {
+    let text = match p.check(value) {
+        Ok(v) => return Ok(v),
+        Err(text) => text,
+    };
+    if !type_fits(p.kind, value) {
+        let d = Diagnostic::new(DiagnosticKind::WrongType, text, span, source);
+        let whole = match value {
+            // A whole float well inside i64 (the cast truncates, so compare back).
+            Value::Float(x)
+                if p.kind == ParamKind::Int
+                    && -9e15 < *x
+                    && *x < 9e15
+                    && (*x as i64) as f64 == *x =>
+            {
+                Some(*x as i64)
+            }
+            _ => None,
+        };
+        return Err(match whole {
+            Some(i) => d.with_help(alloc::format!(
+                "write `{}={i}`, without a decimal point",
+                p.name
+            )),
+            None if p.doc.is_empty() => d,
+            None => d.with_help(alloc::format!("`{}`: {}", p.name, p.doc)),
+        });
+    }
+    let d = match p.range {
+        Some(range) => Diagnostic::new(
+            DiagnosticKind::OutOfRange,
+            alloc::format!(
+                "`{}` = {} is out of range for `{}`",
+                p.name,
+                value,
+                info.name
+            ),
+            span,
+            source,
+        )
+        .with_help(alloc::format!("valid range is {range}")),
+        None => Diagnostic::new(DiagnosticKind::InvalidArgument, text, span, source),
+    };
+    Err(d)
+}
+
+/// Matches the arguments of one stage to its parameters and fills the defaults.
+fn stage(
+    info: &StageInfo,
+    s: &ast::Stage,
+    source: &str,
+) -> Result<(StageSpec, StageSpans), Diagnostic> {
+    let params = &info.params;
+    let mut slots: Vec<Option<(Value, Span)>> = alloc::vec![None; params.len()];
+    let mut named_seen = false;
+    for (index, arg) in s.args.iter().enumerate() {
+        let slot = match &arg.name {
+            None if named_seen => {
+                let d = Diagnostic::new(
+                    DiagnosticKind::PositionalAfterNamed,
+                    "positional argument after a named argument",
+                    arg.span,
+                    source,
+                );
+                return Err(match params.get(index) {
+                    Some(p) => d.with_help(alloc::format!(
+                        "name it: `{}={}`",
+                        p.name,
+                        clip(&arg.value.to_string(), 24)
+                    )),
+                    None => d.with_help(alloc::format!("signature: `{}`", signature(info))),
+                });
+            }
+            None if index >= params.len() => {
+                let message = match params.len() {
+                    0 => alloc::format!("`{}` takes no arguments", info.name),
+                    1 => alloc::format!(
+                        "`{}` takes 1 argument but {} were given",
+                        info.name,
+                        s.args.len()
+                    ),
+                    n => alloc::format!(
+                        "`{}` takes {n} arguments but {} were given",
+                        info.name,
+                        s.args.len()
+                    ),
+                };
+                let help = match params.len() {
+                    0 => alloc::format!("write `{}`", info.name),
+                    _ => alloc::format!("signature: `{}`", signature(info)),
+                };
+                return Err(Diagnostic::new(
+                    DiagnosticKind::TooManyArguments,
+                    message,
+                    arg.span,
+                    source,
+                )
+                .with_help(help));
+            }
+            None => index,
+            Some((name, name_span)) => {
+                named_seen = true;
+                match params.iter().position(|p| p.name == *name) {
+                    Some(i) => i,
+                    None => return Err(unknown_param(info, name, *name_span, source)),
+                }
+            }
+        };
+        let p = &params[slot];
+        if let Some((_, first)) = &slots[slot] {
+            let (line, column) = line_column(source, first.start);
+            return Err(Diagnostic::new(
+                DiagnosticKind::DuplicateParam,
+                alloc::format!("`{}` is given twice", p.name),
+                arg.span,
+                source,
+            )
+            .with_help(alloc::format!(
+                "the first value is at line {line}, column {column}; remove one"
+            )));
+        }
+        let value = check(info, p, &arg.value, arg.value_span, source)?;
+        slots[slot] = Some((value, arg.span));
+    }
+
+    let mut args = Vec::with_capacity(params.len());
+    let mut spans = Vec::new();
+    for (p, slot) in params.iter().zip(slots) {
+        let value = match slot {
+            Some((value, span)) => {
+                spans.push((p.name.clone(), span));
+                value
+            }
+            None => canonical_default(p).ok_or_else(|| {
+                let doc = if p.doc.is_empty() {
+                    String::new()
+                } else {
+                    alloc::format!(" ({})", p.doc)
+                };
+                Diagnostic::new(
+                    DiagnosticKind::MissingArgument,
+                    alloc::format!("missing argument `{}` for `{}`", p.name, info.name),
+                    s.span,
+                    source,
+                )
+                .with_help(alloc::format!(
+                    "`{}` has no default{doc}; signature: `{}`",
+                    p.name,
+                    signature(info)
+                ))
+            })?,
+        };
+        args.push((p.name.clone(), value));
+    }
+    let spec = StageSpec {
+        name: info.name.clone(),
+        args,
+    };
+    Ok((
+        spec,
+        StageSpans {
+            stage: s.span,
+            args: spans,
+            appended: false,
+        },
+    ))
+}
+
+fn unknown_param(info: &StageInfo, name: &str, span: Span, source: &str) -> Diagnostic {
+    let names = param_names(info);
+    let d = Diagnostic::new(
+        DiagnosticKind::UnknownParam,
+        alloc::format!("`{}` has no parameter `{}`", info.name, clip(name, 32)),
+        span,
+        source,
+    );
+    let all = suggest::list(&names, 16);
+    match (
+        suggest::did_you_mean(&suggest::closest(name, &names)),
+        names.is_empty(),
+    ) {
+        (_, true) => d.with_help(alloc::format!("`{}` takes no arguments", info.name)),
+        (Some(near), _) => d.with_help(alloc::format!("{near} (parameters: {all})")),
+        (None, _) => d.with_help(alloc::format!("parameters of `{}`: {all}", info.name)),
+    }
+}
+
+fn unknown_stage(registry: &Registry, s: &ast::Stage, source: &str) -> Diagnostic {
+    let names: Vec<&str> = registry.names().collect();
+    let d = Diagnostic::new(
+        DiagnosticKind::UnknownStage,
+        alloc::format!("unknown stage `{}`", clip(&s.name, 32)),
+        s.name_span,
+        source,
+    );
+    match suggest::did_you_mean(&suggest::closest(&s.name, &names)) {
+        Some(near) => d.with_help(near),
+        None if names.is_empty() => d.with_help("no stage is registered"),
+        None => d.with_help(alloc::format!(
+            "known stages: {}",
+            suggest::list(&names, 16)
+        )),
+    }
+}
+
+/// The `dist` stage appended to a pipeline that does not end in a selector.
+fn appended_dist(registry: &Registry, at: Span, source: &str) -> Result<StageSpec, Diagnostic> {
+    let selectors: Vec<&str> = registry
+        .iter()
+        .filter(|e| e.info.selector)
+        .map(|e| e.info.name.as_str())
+        .collect();
+    let fail = |message: String| {
+        let d = Diagnostic::new(DiagnosticKind::NoSelector, message, at, source);
+        match selectors.is_empty() {
+            true => d.with_help("register a selector stage"),
+            false => d.with_help(alloc::format!(
+                "end the pipeline with a selector: {}",
+                suggest::list(&selectors, 16)
+            )),
+        }
+    };
+    let Some(entry) = registry.get("dist") else {
+        return Err(fail(String::from(
+            "the pipeline does not end in a selector, and there is no `dist` stage to append",
+        )));
+    };
+    let mut args = Vec::new();
+    for p in &entry.info.params {
+        match canonical_default(p) {
+            Some(v) => args.push((p.name.clone(), v)),
+            None => {
+                return Err(fail(alloc::format!(
+                    "the pipeline does not end in a selector, and `dist` cannot be appended: its parameter `{}` has no default",
+                    p.name
+                )))
+            }
+        }
+    }
+    Ok(StageSpec {
+        name: String::from("dist"),
+        args,
+    })
+}
+
+/// Validates `stages` (written in `source`) against `registry`.
+pub(crate) fn validate(
+    stages: &[ast::Stage],
+    registry: &Registry,
+    source: &str,
+) -> Result<(PipelineSpec, Vec<StageSpans>), Diagnostic> {
+    let mut specs = Vec::with_capacity(stages.len() + 1);
+    let mut spans = Vec::with_capacity(stages.len() + 1);
+    let mut last_selects = false;
+    for (i, s) in stages.iter().enumerate() {
+        let entry = registry
+            .get(&s.name)
+            .ok_or_else(|| unknown_stage(registry, s, source))?;
+        let (spec, at) = stage(&entry.info, s, source)?;
+        last_selects = entry.info.selector;
+        if last_selects && i + 1 < stages.len() {
+            return Err(Diagnostic::new(
+                DiagnosticKind::SelectorNotLast,
+                alloc::format!(
+                    "`{}` selects the token, so it must be the last stage",
+                    s.name
+                ),
+                s.name_span,
+                source,
+            )
+            .with_help(
+                "the stages after a selector could not change its choice; move it to the end",
+            ));
+        }
+        specs.push(spec);
+        spans.push(at);
+    }
+    let Some(last) = stages.last() else {
+        return Err(Diagnostic::new(
+            DiagnosticKind::Syntax,
+            "empty pipeline",
+            Span::point(0),
+            source,
+        )
+        .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`"));
+    };
+    if !last_selects {
+        let at = Span::point(last.span.end);
+        specs.push(appended_dist(registry, at, source)?);
+        spans.push(StageSpans {
+            stage: at,
+            args: Vec::new(),
+            appended: true,
+        });
+    }
+    Ok((PipelineSpec { stages: specs }, spans))
+}
