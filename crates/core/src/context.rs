@@ -21,7 +21,11 @@ impl Vocab {
         for (id, bytes) in tokens.iter().enumerate() {
             by_bytes.entry(bytes.clone()).or_insert(id as u32);
         }
-        Vocab { tokens, eos, by_bytes }
+        Vocab {
+            tokens,
+            eos,
+            by_bytes,
+        }
     }
     /// Number of tokens.
     pub fn len(&self) -> usize {
@@ -65,7 +69,12 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// A context with this history, all of it counted as prompt.
     pub fn with_history(history: &'a [u32]) -> Self {
-        Context { history, prompt_len: history.len(), vocab: None, step: 0 }
+        Context {
+            history,
+            prompt_len: history.len(),
+            vocab: None,
+            step: 0,
+        }
     }
     /// The generated part of the history.
     pub fn generated(&self) -> &'a [u32] {

@@ -33,7 +33,7 @@ mod sampler;
 pub use candidates::Candidates;
 pub use context::{BuildContext, Context, Vocab};
 pub use error::Error;
-pub use params::{Args, ParamKind, ParamSpec, Range, Value};
+pub use params::{Args, ParamKind, ParamSpec, Range, Value, MAX_SEED};
 pub use pipeline::Pipeline;
 pub use registry::{BuildFn, Registry, StageEntry, StageInfo};
 pub use rng::SieveRng;

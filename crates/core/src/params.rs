@@ -167,24 +167,52 @@ pub struct Range {
 impl Range {
     /// `[min, max]`.
     pub const fn closed(min: f64, max: f64) -> Self {
-        Range { min, max, min_inclusive: true, max_inclusive: true }
+        Range {
+            min,
+            max,
+            min_inclusive: true,
+            max_inclusive: true,
+        }
     }
     /// `[min, inf)`.
     pub const fn at_least(min: f64) -> Self {
-        Range { min, max: f64::INFINITY, min_inclusive: true, max_inclusive: false }
+        Range {
+            min,
+            max: f64::INFINITY,
+            min_inclusive: true,
+            max_inclusive: false,
+        }
     }
     /// `(min, inf)`.
     pub const fn greater_than(min: f64) -> Self {
-        Range { min, max: f64::INFINITY, min_inclusive: false, max_inclusive: false }
+        Range {
+            min,
+            max: f64::INFINITY,
+            min_inclusive: false,
+            max_inclusive: false,
+        }
     }
     /// `(min, max)`.
     pub const fn open(min: f64, max: f64) -> Self {
-        Range { min, max, min_inclusive: false, max_inclusive: false }
+        Range {
+            min,
+            max,
+            min_inclusive: false,
+            max_inclusive: false,
+        }
     }
     /// Whether `x` lies in the interval (NaN never does).
     pub fn contains(&self, x: f64) -> bool {
-        let above = if self.min_inclusive { x >= self.min } else { x > self.min };
-        let below = if self.max_inclusive { x <= self.max } else { x < self.max };
+        let above = if self.min_inclusive {
+            x >= self.min
+        } else {
+            x > self.min
+        };
+        let below = if self.max_inclusive {
+            x <= self.max
+        } else {
+            x < self.max
+        };
         above && below
     }
 }
@@ -211,6 +239,9 @@ impl fmt::Display for Range {
     }
 }
 
+/// The largest seed a pipeline may name: 2^53.
+pub const MAX_SEED: u64 = 1 << 53;
+
 /// One parameter of a stage: its name, type, default, valid range and a one-line doc.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamSpec {
@@ -229,23 +260,33 @@ pub struct ParamSpec {
 impl ParamSpec {
     /// A parameter of `kind` with no default and no range.
     pub fn new(name: &str, kind: ParamKind, doc: &str) -> Self {
-        ParamSpec { name: name.to_string(), kind, default: None, range: None, doc: doc.to_string() }
+        ParamSpec {
+            name: name.to_string(),
+            kind,
+            default: None,
+            range: None,
+            doc: doc.to_string(),
+        }
     }
     /// A float parameter with a default and a range.
     pub fn float(name: &str, default: f64, range: Range, doc: &str) -> Self {
-        ParamSpec::new(name, ParamKind::Float, doc).with_default(Value::Float(default)).with_range(range)
+        ParamSpec::new(name, ParamKind::Float, doc)
+            .with_default(Value::Float(default))
+            .with_range(range)
     }
     /// An integer parameter with a default and a range.
     pub fn int(name: &str, default: i64, range: Range, doc: &str) -> Self {
-        ParamSpec::new(name, ParamKind::Int, doc).with_default(Value::Int(default)).with_range(range)
+        ParamSpec::new(name, ParamKind::Int, doc)
+            .with_default(Value::Int(default))
+            .with_range(range)
     }
     /// The `seed` parameter every random stage has: `-1` (the default) means the run's seed
-    /// (`--seed`).
+    /// (`--seed`). Seeds go up to 2^53, the largest integer every JSON reader keeps exact.
     pub fn seed() -> Self {
         ParamSpec::int(
             "seed",
             -1,
-            Range::closed(-1.0, i64::MAX as f64),
+            Range::closed(-1.0, MAX_SEED as f64),
             "random seed; -1 uses the run's --seed",
         )
     }
@@ -273,7 +314,11 @@ impl ParamSpec {
             | (ParamKind::List, Value::List(_))
             | (ParamKind::Map, Value::Map(_)) => value.clone(),
             (kind, v) => {
-                return Err(alloc::format!("`{}` must be {kind}, found {}", self.name, v.type_name()))
+                return Err(alloc::format!(
+                    "`{}` must be {kind}, found {}",
+                    self.name,
+                    v.type_name()
+                ))
             }
         };
         if let (Some(range), Some(x)) = (self.range, converted.as_f64()) {
@@ -299,7 +344,10 @@ pub struct Args {
 impl Args {
     /// Arguments of `stage`, in schema order.
     pub fn new(stage: &str, values: Vec<(String, Value)>) -> Self {
-        Args { stage: stage.to_string(), values }
+        Args {
+            stage: stage.to_string(),
+            values,
+        }
     }
     /// The stage these arguments belong to.
     pub fn stage(&self) -> &str {
@@ -339,7 +387,8 @@ impl Args {
     /// A number.
     pub fn f64(&self, name: &str) -> Result<f64, Error> {
         let v = self.require(name)?;
-        v.as_f64().ok_or_else(|| self.wrong(name, ParamKind::Float, v))
+        v.as_f64()
+            .ok_or_else(|| self.wrong(name, ParamKind::Float, v))
     }
     /// A number as `f32`.
     pub fn f32(&self, name: &str) -> Result<f32, Error> {

@@ -13,7 +13,9 @@ pub struct Pipeline {
 
 impl core::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.stages.iter().map(|s| s.name())).finish()
+        f.debug_list()
+            .entries(self.stages.iter().map(|s| s.name()))
+            .finish()
     }
 }
 
@@ -60,17 +62,28 @@ impl Pipeline {
     ) -> Result<u32, Error> {
         candidates.clear_selection();
         if !candidates.has_finite() {
-            return Err(Error::NoFiniteCandidates { stage: "(input)".to_string() });
+            return Err(Error::NoFiniteCandidates {
+                stage: "(input)".to_string(),
+            });
         }
-        let last = self.stages.last().ok_or(Error::EmptyPipeline)?.name().to_string();
+        let last = self
+            .stages
+            .last()
+            .ok_or(Error::EmptyPipeline)?
+            .name()
+            .to_string();
         for stage in &mut self.stages {
             stage.apply(candidates, cx)?;
             if !candidates.has_finite() {
-                return Err(Error::NoFiniteCandidates { stage: stage.name().to_string() });
+                return Err(Error::NoFiniteCandidates {
+                    stage: stage.name().to_string(),
+                });
             }
             observe(stage.name(), candidates);
         }
-        candidates.selected_id().ok_or(Error::NoSelection { stage: last })
+        candidates
+            .selected_id()
+            .ok_or(Error::NoSelection { stage: last })
     }
 
     /// Passes the chosen token to every stage.

@@ -8,7 +8,8 @@ use alloc::vec::Vec;
 use crate::{Args, BuildContext, Error, ParamSpec, Sampler};
 
 /// Builds a stage from validated arguments.
-pub type BuildFn = dyn Fn(&Args, &BuildContext<'_>) -> Result<Box<dyn Sampler>, Error> + Send + Sync;
+pub type BuildFn =
+    dyn Fn(&Args, &BuildContext<'_>) -> Result<Box<dyn Sampler>, Error> + Send + Sync;
 
 /// What a stage tells about itself: name, one-line doc, parameter schema, whether it selects
 /// the token, and where it comes from.
@@ -61,15 +62,23 @@ impl StageEntry {
     /// An entry from a description and a constructor.
     pub fn new(
         info: StageInfo,
-        build: impl Fn(&Args, &BuildContext<'_>) -> Result<Box<dyn Sampler>, Error> + Send + Sync + 'static,
+        build: impl Fn(&Args, &BuildContext<'_>) -> Result<Box<dyn Sampler>, Error>
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
-        StageEntry { info, build: Box::new(build) }
+        StageEntry {
+            info,
+            build: Box::new(build),
+        }
     }
 }
 
 impl core::fmt::Debug for StageEntry {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("StageEntry").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("StageEntry")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -121,8 +130,15 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::UnknownStage`], or whatever the constructor rejects.
-    pub fn build(&self, name: &str, args: &Args, cx: &BuildContext<'_>) -> Result<Box<dyn Sampler>, Error> {
-        let entry = self.get(name).ok_or_else(|| Error::UnknownStage { name: name.to_string() })?;
+    pub fn build(
+        &self,
+        name: &str,
+        args: &Args,
+        cx: &BuildContext<'_>,
+    ) -> Result<Box<dyn Sampler>, Error> {
+        let entry = self.get(name).ok_or_else(|| Error::UnknownStage {
+            name: name.to_string(),
+        })?;
         (entry.build)(args, cx)
     }
 }

@@ -17,8 +17,9 @@ pub struct SieveRng {
 
 /// FNV-1a, 64-bit: a stable hash of the stage name to pick its stream.
 fn stream_of(name: &str) -> u64 {
-    name.bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl SieveRng {
@@ -27,7 +28,11 @@ impl SieveRng {
         let stream = stream_of(stage);
         let mut inner = ChaCha8Rng::seed_from_u64(seed);
         inner.set_stream(stream);
-        SieveRng { seed, stream, inner }
+        SieveRng {
+            seed,
+            stream,
+            inner,
+        }
     }
     /// Restarts the sequence from the seed (what `Sampler::reset` does).
     pub fn reset(&mut self) {

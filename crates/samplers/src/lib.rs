@@ -71,7 +71,9 @@ pub fn builtins() -> alloc::vec::Vec<StageEntry> {
 /// # Errors
 /// [`Error::DuplicateStage`] if `registry` already holds a stage with a built-in's name.
 pub fn register_builtins(registry: &mut Registry) -> Result<(), Error> {
-    builtins().into_iter().try_for_each(|entry| registry.register(entry))
+    builtins()
+        .into_iter()
+        .try_for_each(|entry| registry.register(entry))
 }
 
 /// A registry holding exactly the built-in stages.

@@ -189,10 +189,10 @@ impl Sampler for LogitBias {
             return Ok(());
         }
         if candidates.is_dense() {
-            let logits = candidates.logits_mut();
             for &(id, b) in &self.biases {
-                if let Some(l) = logits.get_mut(id as usize) {
-                    *l = clamp_logit(*l + b);
+                let i = id as usize;
+                if i < candidates.len() {
+                    candidates.set_logit(i, clamp_logit(candidates.logit(i) + b));
                 }
             }
         } else {

@@ -287,8 +287,7 @@ mod tests {
         // One finite candidate among masked ones: it is selected, S = 0, μ' = 10 + 0.1·5.
         let mut stage = Mirostat::new(5.0, 0.1, 100, 3);
         for _ in 0..5 {
-            let mut c =
-                Candidates::from_logits(&[f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY]);
+            let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY]);
             stage.apply(&mut c, &Context::default()).unwrap();
             assert_eq!(c.selected_id(), Some(1));
         }

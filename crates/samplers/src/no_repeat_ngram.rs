@@ -108,10 +108,9 @@ impl Sampler for NoRepeatNgram {
             return Ok(());
         }
         if candidates.is_dense() {
-            let logits = candidates.logits_mut();
             for &id in &self.banned {
-                if let Some(l) = logits.get_mut(id as usize) {
-                    *l = f32::NEG_INFINITY;
+                if (id as usize) < candidates.len() {
+                    candidates.set_logit(id as usize, f32::NEG_INFINITY);
                 }
             }
         } else {

@@ -135,10 +135,10 @@ impl Sampler for Penalty {
         self.count(window);
         let this = &*self;
         if candidates.is_dense() {
-            let logits = candidates.logits_mut();
             for &(id, n) in &this.counts {
-                if let Some(l) = logits.get_mut(id as usize) {
-                    *l = this.penalize(*l, n);
+                let i = id as usize;
+                if i < candidates.len() {
+                    candidates.set_logit(i, this.penalize(candidates.logit(i), n));
                 }
             }
         } else {

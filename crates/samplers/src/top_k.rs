@@ -50,7 +50,12 @@ pub fn entry() -> StageEntry {
     let info = StageInfo::builtin(
         "top_k",
         "keep the k most likely tokens (0 = off)",
-        vec![ParamSpec::int("k", 40, Range::closed(0.0, u32::MAX as f64), "number of tokens to keep; 0 keeps all")],
+        vec![ParamSpec::int(
+            "k",
+            40,
+            Range::closed(0.0, u32::MAX as f64),
+            "number of tokens to keep; 0 keeps all",
+        )],
     );
     StageEntry::new(info, |args, _| Ok(Box::new(TopK::new(args.usize("k")?))))
 }

@@ -52,7 +52,10 @@ pub struct TopP {
 impl TopP {
     /// Keeps the smallest prefix with mass `≥ p` and at least `min_keep` tokens.
     pub fn new(p: f64, min_keep: usize) -> Self {
-        TopP { p, min_keep: min_keep.max(1) }
+        TopP {
+            p,
+            min_keep: min_keep.max(1),
+        }
     }
 }
 
@@ -121,7 +124,13 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
         let top = candidates.top_positions_unordered(k);
         let mut items: Vec<Item> = top
             .iter()
-            .map(|&pos| (weights[pos as usize], raw[pos as usize], candidates.id(pos as usize)))
+            .map(|&pos| {
+                (
+                    weights[pos as usize],
+                    raw[pos as usize],
+                    candidates.id(pos as usize),
+                )
+            })
             .collect();
         let mass: f64 = items.iter().map(|item| item.0 as f64).sum();
         if mass >= target || k >= raw.len() {
@@ -129,10 +138,21 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
         }
         // Every candidate outside the top k weighs at most the lightest inside, so at least
         // `(target − mass) / lightest` more are needed; grow by at least 8×.
-        let lightest = items.iter().map(|item| item.0).fold(f32::INFINITY, f32::min) as f64;
-        let needed = if lightest > 0.0 { (target - mass) / lightest } else { f64::INFINITY };
+        let lightest = items
+            .iter()
+            .map(|item| item.0)
+            .fold(f32::INFINITY, f32::min) as f64;
+        let needed = if lightest > 0.0 {
+            (target - mass) / lightest
+        } else {
+            f64::INFINITY
+        };
         let grown = (k as f64 + 2.0 * needed).max(8.0 * k as f64);
-        k = if grown >= raw.len() as f64 { raw.len() } else { grown as usize };
+        k = if grown >= raw.len() as f64 {
+            raw.len()
+        } else {
+            grown as usize
+        };
     }
 }
 
@@ -165,10 +185,17 @@ fn weighted_select(items: &mut [Item], target: f64) -> Cut {
         }
         if split == 0 {
             // The pivot is the best of the range: take it, or go past it.
-            let at = part.iter().position(|item| item.1 == pivot.1 && item.2 == pivot.2).unwrap_or(0);
+            let at = part
+                .iter()
+                .position(|item| item.1 == pivot.1 && item.2 == pivot.2)
+                .unwrap_or(0);
             part.swap(0, at);
             if (part[0].0 as f64) >= need || hi - lo == 1 {
-                return Cut { raw_logit: part[0].1, id: part[0].2, count: kept_before + 1 };
+                return Cut {
+                    raw_logit: part[0].1,
+                    id: part[0].2,
+                    count: kept_before + 1,
+                };
             }
             need -= part[0].0 as f64;
             kept_before += 1;
@@ -181,12 +208,24 @@ fn weighted_select(items: &mut [Item], target: f64) -> Cut {
     for (i, item) in rest.iter().enumerate() {
         cum += item.0 as f64;
         if cum >= need {
-            return Cut { raw_logit: item.1, id: item.2, count: kept_before + i + 1 };
+            return Cut {
+                raw_logit: item.1,
+                id: item.2,
+                count: kept_before + i + 1,
+            };
         }
     }
     match rest.last() {
-        Some(last) => Cut { raw_logit: last.1, id: last.2, count: kept_before + rest.len() },
-        None => Cut { raw_logit: f32::INFINITY, id: 0, count: kept_before },
+        Some(last) => Cut {
+            raw_logit: last.1,
+            id: last.2,
+            count: kept_before + rest.len(),
+        },
+        None => Cut {
+            raw_logit: f32::INFINITY,
+            id: 0,
+            count: kept_before,
+        },
     }
 }
 
@@ -208,11 +247,23 @@ pub fn entry() -> StageEntry {
         "top_p",
         "nucleus: keep the most likely tokens until their mass reaches p (1 = off)",
         vec![
-            ParamSpec::float("p", 0.9, Range::closed(0.0, 1.0), "probability mass to keep"),
-            ParamSpec::int("min_keep", 1, Range::closed(1.0, u32::MAX as f64), "keep at least this many tokens"),
+            ParamSpec::float(
+                "p",
+                0.9,
+                Range::closed(0.0, 1.0),
+                "probability mass to keep",
+            ),
+            ParamSpec::int(
+                "min_keep",
+                1,
+                Range::closed(1.0, u32::MAX as f64),
+                "keep at least this many tokens",
+            ),
         ],
     );
-    StageEntry::new(info, |args, _| Ok(Box::new(TopP::new(args.f64("p")?, args.usize("min_keep")?))))
+    StageEntry::new(info, |args, _| {
+        Ok(Box::new(TopP::new(args.f64("p")?, args.usize("min_keep")?)))
+    })
 }
 
 #[cfg(test)]
@@ -221,7 +272,9 @@ mod tests {
 
     fn run(p: f64, min_keep: usize, logits: &[f32]) -> Vec<u32> {
         let mut c = Candidates::from_logits(logits);
-        TopP::new(p, min_keep).apply(&mut c, &Context::default()).unwrap();
+        TopP::new(p, min_keep)
+            .apply(&mut c, &Context::default())
+            .unwrap();
         let mut ids: Vec<u32> = c.iter().map(|(id, _)| id).collect();
         ids.sort_unstable();
         ids
@@ -251,9 +304,14 @@ mod tests {
     fn one_is_an_identity() {
         let logits = [0.3, f32::NEG_INFINITY, 0.1];
         let mut c = Candidates::from_logits(&logits);
-        TopP::new(1.0, 1).apply(&mut c, &Context::default()).unwrap();
+        TopP::new(1.0, 1)
+            .apply(&mut c, &Context::default())
+            .unwrap();
         assert!(c.is_dense() && !c.is_sorted());
-        assert_eq!(c.iter().collect::<Vec<_>>(), vec![(0, 0.3), (1, f32::NEG_INFINITY), (2, 0.1)]);
+        assert_eq!(
+            c.iter().collect::<Vec<_>>(),
+            vec![(0, 0.3), (1, f32::NEG_INFINITY), (2, 0.1)]
+        );
     }
 
     #[test]
@@ -266,7 +324,9 @@ mod tests {
     fn check_long_path(logits: &[f32], p: f64) {
         let mut fast = Candidates::from_logits(logits);
         fast.scale_logits(1.0 / 0.7);
-        TopP::new(p, 1).apply(&mut fast, &Context::default()).unwrap();
+        TopP::new(p, 1)
+            .apply(&mut fast, &Context::default())
+            .unwrap();
         let mut slow = Candidates::from_logits(logits);
         slow.scale_logits(1.0 / 0.7);
         slow.sort_desc();
@@ -283,7 +343,12 @@ mod tests {
             // but only where the mass before it is within rounding of p.
             let shorter = a.len().min(b.len());
             let mass: f64 = sorted_probs[..shorter].iter().map(|&x| x as f64).sum();
-            assert!(a.len().abs_diff(b.len()) == 1 && (mass - p).abs() < 1e-6, "p={p}: {} vs {}, mass {mass}", a.len(), b.len());
+            assert!(
+                a.len().abs_diff(b.len()) == 1 && (mass - p).abs() < 1e-6,
+                "p={p}: {} vs {}, mass {mass}",
+                a.len(),
+                b.len()
+            );
         }
     }
 
@@ -297,9 +362,13 @@ mod tests {
             (state >> 40) as f32 / (1u64 << 24) as f32
         };
         // Roughly normal logits (sum of uniforms), a long flat tail, many ties.
-        let normal: Vec<f32> = (0..50_000).map(|_| (next() + next() + next() + next() - 2.0) * 4.0).collect();
+        let normal: Vec<f32> = (0..50_000)
+            .map(|_| (next() + next() + next() + next() - 2.0) * 4.0)
+            .collect();
         let ties: Vec<f32> = (0..20_000).map(|i| (i % 7) as f32).collect();
-        let peaked: Vec<f32> = (0..30_000).map(|i| if i == 12_345 { 30.0 } else { next() }).collect();
+        let peaked: Vec<f32> = (0..30_000)
+            .map(|i| if i == 12_345 { 30.0 } else { next() })
+            .collect();
         for logits in [&normal, &ties, &peaked] {
             for p in [0.0, 0.1, 0.5, 0.9, 0.95, 0.999] {
                 check_long_path(logits, p);

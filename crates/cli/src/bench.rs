@@ -1,0 +1,255 @@
+//! `sieve bench sampler`: time a pipeline per token against the floor (one read of the
+//! logits), on the workload of [`crate::workload`].
+//!
+//! Each of the two is first warmed up (at least [`WARMUP_RUNS`] runs and [`WARMUP`] of
+//! time), which also measures its rough cost; then `--iters` samples are timed. A sample
+//! times a batch of consecutive runs long enough to last [`MIN_SAMPLE`] (one run for any
+//! realistic vocabulary; more for tiny ones, where the clock's own cost would dominate) and
+//! records the time per run. The report gives the median and 90th percentile per token in µs,
+//! and the ratio of the medians.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::args::BenchSamplerArgs;
+use crate::error::{Failure, ResultExt};
+use crate::input::{self, Scale};
+use crate::pipeline;
+use crate::stats::Summary;
+use crate::workload::{normal_logits, SamplerWorkload, HISTORY_LEN, LOGITS_SEED, LOGITS_STD};
+
+/// Least warm-up time before measuring.
+pub const WARMUP: Duration = Duration::from_millis(200);
+/// Least number of warm-up runs.
+pub const WARMUP_RUNS: u32 = 10;
+/// Least duration of one timed sample.
+pub const MIN_SAMPLE: Duration = Duration::from_micros(20);
+
+/// What `sieve bench sampler` reports. Serialized with exactly these keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// The pipeline in canonical form.
+    pub sampler: String,
+    /// Number of logits per token.
+    pub vocab: usize,
+    /// Number of timed samples of each kind.
+    pub iters: usize,
+    /// Median time per token of the pipeline, µs.
+    pub median_us: f64,
+    /// 90th percentile time per token of the pipeline, µs.
+    pub p90_us: f64,
+    /// Median time of the floor, µs.
+    pub floor_median_us: f64,
+    /// 90th percentile time of the floor, µs.
+    pub floor_p90_us: f64,
+    /// `median_us / floor_median_us`.
+    pub ratio: f64,
+}
+
+/// Runs the command and returns its output.
+///
+/// # Errors
+/// Usage: a bad `--logits`, `--vocab` disagreeing with the file, a zero vocabulary; pipeline:
+/// a `--sampler` that does not compile; runtime: the pipeline fails on the logits.
+pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
+    let vocab = args.vocab.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
+    let iters = usize::try_from(args.iters).unwrap_or(usize::MAX);
+    let logits = match (&args.logits, vocab) {
+        (Some(arg), vocab) => {
+            let logits = input::load(arg, Scale::Logits)
+                .map_err(|e| e.context("--logits"))
+                .usage()?;
+            if let Some(v) = vocab.filter(|&v| v != logits.len()) {
+                return Err(Failure::usage(format!(
+                    "--vocab is {v} but --logits holds {} values",
+                    logits.len()
+                )));
+            }
+            logits
+        }
+        (None, Some(0)) => return Err(Failure::usage("--vocab must be at least 1")),
+        (None, Some(vocab)) => normal_logits(vocab, LOGITS_SEED),
+        (None, None) => return Err(Failure::usage("give --vocab N or --logits FILE")),
+    };
+    let compiled = pipeline::compile(&args.sampler, LOGITS_SEED)?;
+    let mut workload = SamplerWorkload::new(compiled.pipeline, logits);
+    workload
+        .step()
+        .map_err(|e| anyhow::Error::new(e).context("the pipeline failed on the bench logits"))
+        .runtime()?;
+
+    let mut failure = None;
+    let (pipeline_samples, batch) = time_per_run(iters, || {
+        if let Err(e) = black_box(workload.step()) {
+            failure.get_or_insert(e);
+        }
+    });
+    if let Some(e) = failure {
+        return Err(anyhow::Error::new(e).context("the pipeline failed during the bench"))
+            .runtime();
+    }
+    let (floor_samples, floor_batch) = time_per_run(iters, || {
+        black_box(workload.floor());
+    });
+    let report = report(
+        compiled.spec.to_string(),
+        workload.logits().len(),
+        iters,
+        &pipeline_samples,
+        &floor_samples,
+    );
+    Ok(if args.json {
+        report.json()
+    } else {
+        report.text(args.logits.is_some(), batch, floor_batch)
+    })
+}
+
+/// Builds the report from samples in µs per run.
+fn report(
+    sampler: String,
+    vocab: usize,
+    iters: usize,
+    pipeline: &[f64],
+    floor: &[f64],
+) -> BenchReport {
+    let nan = Summary {
+        median: f64::NAN,
+        p90: f64::NAN,
+    };
+    let p = Summary::of(pipeline).unwrap_or(nan);
+    let f = Summary::of(floor).unwrap_or(nan);
+    BenchReport {
+        sampler,
+        vocab,
+        iters,
+        median_us: p.median,
+        p90_us: p.p90,
+        floor_median_us: f.median,
+        floor_p90_us: f.p90,
+        ratio: p.median / f.median,
+    }
+}
+
+/// Warms `run` up, then times `iters` samples; returns the µs per run of each sample and the
+/// number of runs per sample.
+fn time_per_run(iters: usize, mut run: impl FnMut()) -> (Vec<f64>, usize) {
+    let start = Instant::now();
+    let mut runs = 0u32;
+    while runs < WARMUP_RUNS || start.elapsed() < WARMUP {
+        run();
+        runs += 1;
+    }
+    let per_run = start.elapsed().as_secs_f64() / runs as f64;
+    let batch = (MIN_SAMPLE.as_secs_f64() / per_run).ceil().max(1.0) as usize;
+    let samples = (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..batch {
+                run();
+            }
+            t.elapsed().as_secs_f64() * 1e6 / batch as f64
+        })
+        .collect();
+    (samples, batch)
+}
+
+impl BenchReport {
+    /// Human-readable report.
+    pub fn text(&self, from_file: bool, batch: usize, floor_batch: usize) -> String {
+        let mut out = String::new();
+        let source = if from_file {
+            "from --logits".to_string()
+        } else {
+            format!("Normal(0, {LOGITS_STD}²), seed {LOGITS_SEED}")
+        };
+        let _ = writeln!(out, "sampler:  {}", self.sampler);
+        let _ = writeln!(
+            out,
+            "vocab:    {} logits ({source}), {HISTORY_LEN}-token history",
+            self.vocab
+        );
+        let _ = writeln!(
+            out,
+            "iters:    {} samples each (runs per sample: pipeline {batch}, floor {floor_batch})",
+            self.iters
+        );
+        let _ = writeln!(
+            out,
+            "pipeline: median {:.3} µs, p90 {:.3} µs per token",
+            self.median_us, self.p90_us
+        );
+        let _ = writeln!(
+            out,
+            "floor:    median {:.3} µs, p90 {:.3} µs (math::max over the logits)",
+            self.floor_median_us, self.floor_p90_us
+        );
+        let _ = writeln!(
+            out,
+            "ratio:    {:.2}× the floor (median / floor median)",
+            self.ratio
+        );
+        out
+    }
+
+    /// The report as indented JSON (non-finite numbers, which only a zero-time floor could
+    /// give, become `null`).
+    pub fn json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("a BenchReport always serializes");
+        text.push('\n');
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_takes_medians_and_ratio() {
+        let r = report(
+            "greedy".into(),
+            10,
+            4,
+            &[4.0, 2.0, 6.0, 8.0],
+            &[1.0, 1.0, 2.0, 2.0],
+        );
+        assert_eq!(
+            (r.median_us, r.floor_median_us, r.ratio),
+            (5.0, 1.5, 5.0 / 1.5)
+        );
+        assert!((r.p90_us - 7.4).abs() < 1e-12);
+        let parsed: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        let keys: Vec<&str> = parsed
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut want = [
+            "sampler",
+            "vocab",
+            "iters",
+            "median_us",
+            "p90_us",
+            "floor_median_us",
+            "floor_p90_us",
+            "ratio",
+        ];
+        want.sort();
+        assert_eq!(keys, want);
+        assert_eq!(parsed["ratio"], 5.0 / 1.5);
+    }
+
+    #[test]
+    fn timing_counts_every_run() {
+        let mut calls = 0usize;
+        let (samples, batch) = time_per_run(3, || calls += 1);
+        assert_eq!(samples.len(), 3);
+        assert!(batch >= 1 && samples.iter().all(|&s| s >= 0.0));
+        assert!(calls >= WARMUP_RUNS as usize + 3 * batch);
+    }
+}

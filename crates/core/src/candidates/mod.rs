@@ -1,0 +1,387 @@
+//! `Candidates`: the token candidates of one decoding step.
+//!
+//! This file holds the representation and its accessors; `probs.rs` the softmax, `shrink.rs`
+//! the truncations and reorderings, `top.rs` the selection of the best candidates.
+
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use crate::{math, Error};
+
+mod probs;
+mod shrink;
+#[cfg(test)]
+mod tests;
+mod top;
+
+/// Logits per block of the dense bounds (see [`Candidates`], *Block bounds*).
+const BOUND_BLOCK: usize = 64;
+
+/// The candidates of one decoding step: token ids, logits and (once computed) probabilities,
+/// as a struct of arrays.
+///
+/// # Representation
+/// - **Dense** until the first truncation: ids are implicit (`id == index`), so loading a
+///   128K-vocabulary step is one copy and stages that touch few tokens (penalties, biases)
+///   write in place with [`Candidates::set_logit`].
+/// - **Block bounds**: while dense, an upper bound of the logits of every block of 64 is kept
+///   (computed in the same pass as the copy, raised by [`Candidates::set_logit`]), so the
+///   first truncating stage only reads the blocks that can hold a survivor: `top_k(40)` on a
+///   full vocabulary looks at a few thousand logits, not all of them.
+/// - **Pending scale**: [`Candidates::scale_logits`] (temperature) only multiplies a factor;
+///   the logits are rewritten when a stage asks for them. A positive scale never changes the
+///   order, so rank-based stages read [`Candidates::raw_logits`] directly.
+/// - **`sorted`**: true when candidates are in descending logit order, ties by ascending id
+///   (the order [`Candidates::sort_desc`] and [`Candidates::keep_top`] produce).
+/// - **Probabilities** are cached by [`Candidates::softmax`] and kept (renormalized lazily)
+///   through [`Candidates::retain`] and [`Candidates::truncate`]; anything that changes logits
+///   drops them.
+///
+/// Logits are never NaN (loading reads NaN as `-inf`) and never `+inf` (loading reads it as
+/// `f32::MAX`). A `-inf` logit is a masked candidate: it has probability 0 and is not reported
+/// as a survivor.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    ids: Vec<u32>,
+    logits: Vec<f32>,
+    probs: Vec<f32>,
+    /// Upper bounds of the raw logits per block of [`BOUND_BLOCK`] positions.
+    bounds: Vec<f32>,
+    bounds_valid: bool,
+    dense: bool,
+    sorted: bool,
+    probs_valid: bool,
+    probs_total: f64,
+    scale: f32,
+    selected: Option<usize>,
+    vocab_size: usize,
+}
+
+impl Default for Candidates {
+    fn default() -> Self {
+        Candidates::new()
+    }
+}
+
+/// Descending logit, then ascending id: the order of every sort in sieve.
+#[inline]
+fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// How [`Candidates::load`] reads one logit: NaN as `-inf`, `+inf` as `f32::MAX`.
+#[inline(always)]
+fn sanitize(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::NEG_INFINITY
+    } else {
+        x.min(f32::MAX)
+    }
+}
+
+impl Candidates {
+    /// No candidates; buffers grow on the first [`Candidates::load`].
+    pub fn new() -> Self {
+        Candidates {
+            ids: Vec::new(),
+            logits: Vec::new(),
+            probs: Vec::new(),
+            bounds: Vec::new(),
+            bounds_valid: false,
+            dense: true,
+            sorted: false,
+            probs_valid: false,
+            probs_total: 0.0,
+            scale: 1.0,
+            selected: None,
+            vocab_size: 0,
+        }
+    }
+
+    /// Dense candidates for a full logits vector (token `i` has logit `logits[i]`); see
+    /// [`Candidates::load`] for how NaN and `+inf` are read.
+    pub fn from_logits(logits: &[f32]) -> Self {
+        let mut c = Candidates::new();
+        c.load(logits);
+        c
+    }
+
+    /// Sparse candidates: `ids[i]` has logit `logits[i]`, out of a vocabulary of `vocab_size`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if the lengths differ.
+    pub fn from_sparse(ids: Vec<u32>, logits: Vec<f32>, vocab_size: usize) -> Result<Self, Error> {
+        if ids.len() != logits.len() {
+            return Err(Error::LengthMismatch {
+                ids: ids.len(),
+                logits: logits.len(),
+            });
+        }
+        let mut c = Candidates::new();
+        c.load(&logits);
+        c.ids = ids;
+        c.dense = false;
+        c.bounds_valid = false;
+        c.vocab_size = vocab_size;
+        Ok(c)
+    }
+
+    /// Replaces the candidates with a full logits vector, reusing the buffers: one vectorized
+    /// copy that reads NaN as `-inf` (a masked token) and `+inf` as `f32::MAX` (so a softmax
+    /// stays defined: such tokens share all the probability), and takes the maximum of every
+    /// block of 64 while the block is in cache. Callers that must reject NaN or `+inf` check
+    /// with [`Candidates::first_non_finite`] first; the command line does.
+    pub fn load(&mut self, logits: &[f32]) {
+        self.logits.clear();
+        self.bounds.clear();
+        for block in logits.chunks(BOUND_BLOCK) {
+            let start = self.logits.len();
+            self.logits.extend(block.iter().map(|&x| sanitize(x)));
+            self.bounds.push(math::max(&self.logits[start..]));
+        }
+        self.bounds_valid = true;
+        self.ids.clear();
+        self.dense = true;
+        self.sorted = false;
+        self.probs_valid = false;
+        self.scale = 1.0;
+        self.selected = None;
+        self.vocab_size = logits.len();
+    }
+
+    /// The first position holding NaN or `+inf`, with its value: an input check for callers
+    /// that want to report such logits instead of reading them as [`Candidates::load`] does.
+    pub fn first_non_finite(logits: &[f32]) -> Option<(usize, f32)> {
+        logits
+            .iter()
+            .position(|x| x.is_nan() || *x == f32::INFINITY)
+            .map(|i| (i, logits[i]))
+    }
+
+    /// Number of candidates (masked ones included).
+    pub fn len(&self) -> usize {
+        self.logits.len()
+    }
+    /// Whether there is no candidate.
+    pub fn is_empty(&self) -> bool {
+        self.logits.is_empty()
+    }
+    /// Size of the vocabulary the ids come from.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+    /// Whether ids are still implicit (`id == index`).
+    pub fn is_dense(&self) -> bool {
+        self.dense
+    }
+    /// Whether candidates are in descending logit order, ties by ascending id.
+    pub fn is_sorted(&self) -> bool {
+        self.sorted
+    }
+    /// Declares the order. Only a stage that has just put the candidates in descending logit
+    /// order (ties by ascending id) may pass `true`.
+    pub fn set_sorted(&mut self, sorted: bool) {
+        self.sorted = sorted;
+    }
+
+    /// The id of candidate `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline]
+    pub fn id(&self, i: usize) -> u32 {
+        if self.dense {
+            assert!(i < self.logits.len(), "candidate index {i} out of range");
+            i as u32
+        } else {
+            self.ids[i]
+        }
+    }
+    /// The logit of candidate `i` (pending scale applied).
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline]
+    pub fn logit(&self, i: usize) -> f32 {
+        self.logits[i] * self.scale
+    }
+    /// `(id, logit)` of every candidate in current order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, f32)> + '_ {
+        (0..self.len()).map(move |i| (self.id(i), self.logit(i)))
+    }
+    /// The position of token `id`, if it is a candidate (O(1) when dense, a scan otherwise).
+    pub fn position(&self, id: u32) -> Option<usize> {
+        if self.dense {
+            ((id as usize) < self.len()).then_some(id as usize)
+        } else {
+            self.ids.iter().position(|&x| x == id)
+        }
+    }
+
+    /// Multiplies every logit by `factor`. A finite positive factor whose product with the
+    /// pending scale stays a normal number is only recorded (it keeps the order); any other
+    /// factor is applied at once, and a resulting NaN (`0 · -inf`) becomes `-inf`.
+    pub fn scale_logits(&mut self, factor: f32) {
+        self.probs_valid = false;
+        let product = self.scale * factor;
+        if factor.is_finite() && factor > 0.0 && product.is_normal() {
+            self.scale = product;
+        } else {
+            self.materialize();
+            for x in &mut self.logits {
+                let y = *x * factor;
+                *x = if y.is_nan() { f32::NEG_INFINITY } else { y };
+            }
+            self.sorted = false;
+            self.bounds_valid = false;
+        }
+    }
+    /// The factor not yet applied to [`Candidates::raw_logits`].
+    pub fn pending_scale(&self) -> f32 {
+        self.scale
+    }
+    /// The stored logits, *without* the pending scale: fine for anything that only compares
+    /// logits with each other (the scale is positive, so it keeps their order).
+    pub fn raw_logits(&self) -> &[f32] {
+        &self.logits
+    }
+    /// The logits with the pending scale applied.
+    pub fn logits(&mut self) -> &[f32] {
+        self.materialize();
+        &self.logits
+    }
+    /// The logits for editing. Clears `sorted`, the cached probabilities and the block bounds;
+    /// to change a few logits of a full vocabulary, [`Candidates::set_logit`] is cheaper for
+    /// the stages after.
+    pub fn logits_mut(&mut self) -> &mut [f32] {
+        self.materialize();
+        self.sorted = false;
+        self.probs_valid = false;
+        self.bounds_valid = false;
+        &mut self.logits
+    }
+    /// Sets the logit (scale applied) of candidate `i`, keeping the block bounds. NaN is
+    /// stored as `-inf` and `+inf` as `f32::MAX`, as [`Candidates::load`] reads them. Clears
+    /// `sorted`, the cached probabilities and the selection. A pending scale is applied first
+    /// (one pass), so stages that edit a few logits belong before `temp`, as they usually are.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn set_logit(&mut self, i: usize, logit: f32) {
+        self.materialize();
+        let logit = sanitize(logit);
+        self.logits[i] = logit;
+        if self.bounds_valid {
+            let bound = &mut self.bounds[i / BOUND_BLOCK];
+            if logit > *bound {
+                *bound = logit;
+            }
+        }
+        self.sorted = false;
+        self.probs_valid = false;
+        self.selected = None;
+    }
+    /// The ids (switching to explicit ids if dense).
+    pub fn ids(&mut self) -> &[u32] {
+        self.make_sparse();
+        &self.ids
+    }
+    /// Ids and logits for editing (explicit ids, scale applied). Clears `sorted`, the cached
+    /// probabilities and the selection; shrink afterwards with [`Candidates::truncate`].
+    pub fn parts_mut(&mut self) -> (&mut [u32], &mut [f32]) {
+        self.make_sparse();
+        self.materialize();
+        self.sorted = false;
+        self.probs_valid = false;
+        self.bounds_valid = false;
+        self.selected = None;
+        (&mut self.ids, &mut self.logits)
+    }
+
+    /// Applies the pending scale to the logits (and the block bounds).
+    fn materialize(&mut self) {
+        if self.scale != 1.0 {
+            let s = self.scale;
+            for x in &mut self.logits {
+                *x *= s;
+            }
+            if self.bounds_valid {
+                for b in &mut self.bounds {
+                    *b *= s;
+                }
+            }
+            self.scale = 1.0;
+        }
+    }
+
+    /// Switches to explicit ids.
+    pub fn make_sparse(&mut self) {
+        if self.dense {
+            self.ids.clear();
+            self.ids.extend(0..self.logits.len() as u32);
+            self.dense = false;
+        }
+    }
+
+    /// The largest logit (scale applied); `-inf` if there is none.
+    pub fn max_logit(&self) -> f32 {
+        let raw = if self.sorted && !self.is_empty() {
+            self.logits[0]
+        } else {
+            math::max(&self.logits)
+        };
+        raw * self.scale
+    }
+
+    /// Whether some candidate has a finite logit.
+    pub fn has_finite(&self) -> bool {
+        self.logits.iter().any(|&x| x > f32::NEG_INFINITY)
+    }
+
+    /// Marks candidate `i` as the chosen token.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn select(&mut self, i: usize) {
+        assert!(
+            i < self.len(),
+            "selected index {i} out of range ({} candidates)",
+            self.len()
+        );
+        self.selected = Some(i);
+    }
+    /// The index of the chosen candidate, if a selector ran.
+    pub fn selected(&self) -> Option<usize> {
+        self.selected
+    }
+    /// The id of the chosen candidate, if a selector ran.
+    pub fn selected_id(&self) -> Option<u32> {
+        self.selected.map(|i| self.id(i))
+    }
+    /// Forgets the selection.
+    pub fn clear_selection(&mut self) {
+        self.selected = None;
+    }
+
+    /// Calls `visit(position, raw_logit)` for every candidate whose raw logit is at least
+    /// `threshold()` (re-read after each visit, so it may rise), in position order, skipping
+    /// blocks that cannot hold one: by the block bounds while dense, by block maxima otherwise.
+    fn visit_at_least(&self, threshold: impl Fn() -> f32, mut visit: impl FnMut(usize, f32)) {
+        if !self.bounds_valid {
+            math::scan_at_least(&self.logits, threshold, visit);
+            return;
+        }
+        for (b, &bound) in self.bounds.iter().enumerate() {
+            if bound < threshold() {
+                continue;
+            }
+            let start = b * BOUND_BLOCK;
+            let end = (start + BOUND_BLOCK).min(self.logits.len());
+            for (pos, &x) in self.logits[start..end].iter().enumerate() {
+                if x >= threshold() {
+                    visit(start + pos, x);
+                }
+            }
+        }
+    }
+}

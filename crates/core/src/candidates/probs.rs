@@ -1,0 +1,53 @@
+//! Softmax probabilities and unnormalized weights, computed once per change of the logits.
+
+use super::Candidates;
+use crate::math;
+
+impl Candidates {
+    /// Softmax probabilities of the current candidates (computed once, then cached): `p_i =
+    /// e^(l_i − max) / Σ_j e^(l_j − max)`; masked candidates get 0. All zeros if every
+    /// candidate is masked.
+    pub fn softmax(&mut self) -> &[f32] {
+        self.ensure_weights();
+        if self.probs_total > 0.0 && self.probs_total != 1.0 {
+            let inv = (1.0 / self.probs_total) as f32;
+            for p in &mut self.probs {
+                *p *= inv;
+            }
+            self.probs_total = 1.0;
+        }
+        &self.probs
+    }
+
+    /// Unnormalized softmax weights `w_i ∝ e^(l_i − max)` and their sum (`0` if every
+    /// candidate is masked): what a selector needs to draw, without the normalizing pass.
+    pub fn weights(&mut self) -> (&[f32], f64) {
+        self.ensure_weights();
+        (&self.probs, self.probs_total)
+    }
+
+    /// The cached probabilities, if [`Candidates::softmax`] or [`Candidates::weights`] ran since
+    /// the logits last changed; they may be unnormalized (after `weights`, or after a
+    /// truncation): `softmax()` normalizes them.
+    pub fn cached_probs(&self) -> Option<&[f32]> {
+        self.probs_valid.then_some(&self.probs[..])
+    }
+
+    fn ensure_weights(&mut self) {
+        if !self.probs_valid {
+            self.probs.clear();
+            self.probs.resize(self.logits.len(), 0.0);
+            let max = if self.sorted && !self.is_empty() {
+                self.logits[0]
+            } else {
+                math::max(&self.logits)
+            };
+            self.probs_total = if max == f32::NEG_INFINITY {
+                0.0
+            } else {
+                math::exp_shifted_into(&self.logits, max, self.scale, &mut self.probs)
+            };
+            self.probs_valid = true;
+        }
+    }
+}

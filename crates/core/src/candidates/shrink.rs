@@ -1,0 +1,139 @@
+//! Truncations and reorderings: `truncate`, `remove_first`, `retain`, `keep_ranked_through`,
+//! `sort_desc`.
+
+use alloc::vec::Vec;
+
+use super::{rank, Candidates};
+
+impl Candidates {
+    /// Keeps the first `n` candidates.
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        if !self.dense {
+            self.ids.truncate(n);
+        }
+        self.logits.truncate(n);
+        if self.probs_valid {
+            self.probs.truncate(n);
+            self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
+        }
+        // Positions are unchanged, so the block bounds still bound what is left.
+        self.selected = None;
+    }
+
+    /// Removes the first `n` candidates (XTC's cut of the top choices).
+    pub fn remove_first(&mut self, n: usize) {
+        let n = n.min(self.len());
+        self.make_sparse();
+        self.ids.drain(..n);
+        self.logits.drain(..n);
+        if self.probs_valid {
+            self.probs.drain(..n);
+            self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
+        }
+        self.bounds_valid = false;
+        self.selected = None;
+    }
+
+    /// Keeps the candidates for which `keep(id, logit)` is true, in their current order
+    /// (`logit` with the scale applied), calling `keep` once per candidate in order. One pass;
+    /// cached probabilities are kept.
+    pub fn retain(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
+        let scale = self.scale;
+        self.retain_raw(|id, raw| keep(id, raw * scale), f32::NEG_INFINITY);
+    }
+
+    /// Keeps the candidates ranked at or before `(raw_logit, id)` in rank order (descending
+    /// logit, ties by ascending id): a prefix of the sorted order, found without sorting,
+    /// current order kept. `raw_logit` is compared with [`Candidates::raw_logits`] (without the
+    /// pending scale), so no rounding can reorder candidates. Blocks that cannot hold a kept
+    /// candidate are skipped unread.
+    pub fn keep_ranked_through(&mut self, raw_logit: f32, id: u32) {
+        self.retain_raw(
+            |i, l| l > raw_logit || (l == raw_logit && i <= id),
+            raw_logit,
+        );
+    }
+
+    /// [`Candidates::retain`] on the raw logits (without the pending scale). The caller
+    /// promises that `keep` rejects every raw logit below `floor`, so only candidates at or
+    /// above it are offered to `keep` (see `visit_at_least`).
+    fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool, floor: f32) {
+        let mut kept: Vec<u32> = Vec::new();
+        self.visit_at_least(
+            || floor,
+            |pos, raw| {
+                let id = if self.dense {
+                    pos as u32
+                } else {
+                    self.ids[pos]
+                };
+                if keep(id, raw) {
+                    kept.push(pos as u32);
+                }
+            },
+        );
+        // Compaction writes at `w <= pos`, so nothing not yet moved is overwritten.
+        let mut kept_total = 0.0f64;
+        for (w, &pos) in kept.iter().enumerate() {
+            let pos = pos as usize;
+            if !self.dense {
+                self.ids[w] = self.ids[pos];
+            }
+            self.logits[w] = self.logits[pos];
+            if self.probs_valid {
+                let p = self.probs[pos];
+                self.probs[w] = p;
+                kept_total += p as f64;
+            }
+        }
+        let n = kept.len();
+        if self.dense {
+            self.ids = kept;
+            self.dense = false;
+        } else {
+            self.ids.truncate(n);
+        }
+        self.logits.truncate(n);
+        if self.probs_valid {
+            self.probs.truncate(n);
+            self.probs_total = kept_total;
+        }
+        self.bounds_valid = false;
+        self.selected = None;
+    }
+
+    /// Sorts by descending logit, ties by ascending id.
+    pub fn sort_desc(&mut self) {
+        if self.sorted {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| rank(self.key(a as usize), self.key(b as usize)));
+        self.permute(&order);
+        self.sorted = true;
+    }
+
+    /// `(raw logit, id)` of the candidate at `pos`: the sort key.
+    pub(super) fn key(&self, pos: usize) -> (f32, u32) {
+        (self.logits[pos], self.id(pos))
+    }
+
+    /// Reorders (and possibly shortens) the candidates to `order` (positions).
+    pub(super) fn permute(&mut self, order: &[u32]) {
+        let ids: Vec<u32> = order.iter().map(|&p| self.id(p as usize)).collect();
+        let logits: Vec<f32> = order.iter().map(|&p| self.logits[p as usize]).collect();
+        if self.probs_valid {
+            let probs: Vec<f32> = order.iter().map(|&p| self.probs[p as usize]).collect();
+            self.probs_total = probs.iter().map(|&p| p as f64).sum();
+            self.probs = probs;
+        }
+        self.ids = ids;
+        self.logits = logits;
+        self.dense = false;
+        self.bounds_valid = false;
+        self.selected = None;
+    }
+}

@@ -1,0 +1,186 @@
+//! Unit tests of `Candidates`, with values worked out by hand.
+
+use super::Candidates;
+use alloc::vec;
+use alloc::vec::Vec;
+
+fn pairs(c: &Candidates) -> Vec<(u32, f32)> {
+    c.iter().collect()
+}
+
+#[test]
+fn load_reads_nan_as_neg_inf_and_pos_inf_as_max() {
+    let mut c = Candidates::from_logits(&[1.0, f32::NAN, -2.0, f32::INFINITY]);
+    assert_eq!(
+        pairs(&c),
+        vec![(0, 1.0), (1, f32::NEG_INFINITY), (2, -2.0), (3, f32::MAX)]
+    );
+    assert!(c.is_dense());
+    assert_eq!(c.softmax(), &[0.0, 0.0, 0.0, 1.0]);
+    let input = [0.0, 1.0, f32::INFINITY, f32::NAN];
+    assert_eq!(
+        Candidates::first_non_finite(&input),
+        Some((2, f32::INFINITY))
+    );
+    assert_eq!(
+        Candidates::first_non_finite(&[0.0, f32::NEG_INFINITY]),
+        None
+    );
+}
+
+#[test]
+fn softmax_by_hand() {
+    // p = e^l / Σ e^l with l = [0, ln 3, -inf] → [1/4, 3/4, 0]
+    let mut c = Candidates::from_logits(&[0.0, 3f32.ln(), f32::NEG_INFINITY]);
+    let p = c.softmax().to_vec();
+    assert!((p[0] - 0.25).abs() < 1e-6 && (p[1] - 0.75).abs() < 1e-6 && p[2] == 0.0);
+}
+
+#[test]
+fn pending_scale_applies_to_reads_and_softmax() {
+    let mut c = Candidates::from_logits(&[2.0, 0.0]);
+    c.scale_logits(0.5);
+    assert_eq!(c.raw_logits(), &[2.0, 0.0]);
+    assert_eq!(c.logit(0), 1.0);
+    let p = c.softmax().to_vec();
+    let want = 1.0 / (1.0 + (-1.0f32).exp());
+    assert!((p[0] - want).abs() < 1e-6);
+    assert_eq!(c.logits(), &[1.0, 0.0]);
+    assert_eq!(c.pending_scale(), 1.0);
+}
+
+#[test]
+fn keep_top_breaks_ties_toward_lower_id_on_both_paths() {
+    for n in [10usize, 5000] {
+        let logits: Vec<f32> = (0..n).map(|i| if i % 3 == 0 { 1.0 } else { 0.0 }).collect();
+        let mut c = Candidates::from_logits(&logits);
+        c.keep_top(4);
+        assert_eq!(
+            pairs(&c),
+            vec![(0, 1.0), (3, 1.0), (6, 1.0), (9, 1.0)],
+            "n = {n}"
+        );
+        assert!(c.is_sorted());
+    }
+}
+
+/// The best `k` by sorting everything: the reference for `keep_top`.
+fn top_by_sorting(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut all: Vec<(u32, f32)> = logits
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(i, l)| (i as u32, l))
+        .collect();
+    all.retain(|p| p.1 > f32::NEG_INFINITY);
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all.truncate(k);
+    all
+}
+
+fn wavy(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 % 1000) as f32).sin() * 3.0)
+        .collect()
+}
+
+#[test]
+fn keep_top_agrees_with_sorting_on_every_path() {
+    let logits = wavy(20_000);
+    for k in [1, 40, 300, 2_000, 5_000] {
+        let mut c = Candidates::from_logits(&logits);
+        c.keep_top(k);
+        assert_eq!(pairs(&c), top_by_sorting(&logits, k), "dense, k = {k}");
+        let ids: Vec<u32> = (0..logits.len() as u32).collect();
+        let mut sparse = Candidates::from_sparse(ids, logits.clone(), logits.len()).unwrap();
+        sparse.keep_top(k);
+        assert_eq!(
+            pairs(&sparse),
+            top_by_sorting(&logits, k),
+            "sparse, k = {k}"
+        );
+    }
+}
+
+#[test]
+fn set_logit_raises_the_block_bound_so_keep_top_finds_it() {
+    let mut logits = wavy(20_000);
+    let mut c = Candidates::from_logits(&logits);
+    c.set_logit(12_345, 50.0);
+    logits[12_345] = 50.0;
+    c.keep_top(3);
+    assert_eq!(pairs(&c), top_by_sorting(&logits, 3));
+    assert_eq!(c.id(0), 12_345);
+}
+
+#[test]
+fn lowered_logits_leave_loose_bounds_and_keep_top_still_exact() {
+    // Lowering the best logit of many blocks makes their bounds loose (too high): the
+    // estimate from the bounds then finds too few contenders and the scan starts over.
+    let mut logits = wavy(20_000);
+    let mut c = Candidates::from_logits(&logits);
+    let best: Vec<u32> = top_by_sorting(&logits, 400)
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    for &id in &best {
+        c.set_logit(id as usize, -10.0);
+        logits[id as usize] = -10.0;
+    }
+    c.keep_top(40);
+    assert_eq!(pairs(&c), top_by_sorting(&logits, 40));
+}
+
+#[test]
+fn keep_ranked_through_skips_nothing_it_should_keep() {
+    let logits = wavy(20_000);
+    let cut = top_by_sorting(&logits, 77)[76];
+    let mut c = Candidates::from_logits(&logits);
+    c.keep_ranked_through(cut.1, cut.0);
+    let mut kept = pairs(&c);
+    kept.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    assert_eq!(kept, top_by_sorting(&logits, 77));
+}
+
+#[test]
+fn keep_top_on_sparse_unsorted_ids() {
+    let ids: Vec<u32> = (0..4000).rev().collect();
+    let logits = vec![0.5; 4000];
+    let mut c = Candidates::from_sparse(ids, logits, 4000).unwrap();
+    c.keep_top(3);
+    assert_eq!(pairs(&c), vec![(0, 0.5), (1, 0.5), (2, 0.5)]);
+}
+
+#[test]
+fn keep_top_drops_masked() {
+    let mut c = Candidates::from_logits(&[f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY]);
+    c.keep_top(2);
+    assert_eq!(pairs(&c), vec![(1, 1.0)]);
+}
+
+#[test]
+fn retain_keeps_order_and_probabilities() {
+    let mut c = Candidates::from_logits(&[0.0, 1.0, 2.0, 3.0]);
+    c.softmax();
+    c.retain(|id, _| id % 2 == 1);
+    assert_eq!(pairs(&c), vec![(1, 1.0), (3, 3.0)]);
+    let p = c.softmax().to_vec();
+    let want = 1.0 / (1.0 + 2f32.exp());
+    assert!((p[0] - want).abs() < 1e-6, "{p:?}");
+}
+
+#[test]
+fn keep_ranked_through_is_a_rank_prefix() {
+    let mut c = Candidates::from_logits(&[1.0, 3.0, 2.0, 3.0, 2.0]);
+    c.scale_logits(0.5);
+    // rank order: (3,id1) (3,id3) (2,id2) (2,id4) (1,id0); through (2, id 2)
+    c.keep_ranked_through(2.0, 2);
+    assert_eq!(pairs(&c), vec![(1, 1.5), (2, 1.0), (3, 1.5)]);
+}
+
+#[test]
+fn sort_desc_orders_ties_by_id() {
+    let mut c = Candidates::from_sparse(vec![5, 2, 9], vec![1.0, 1.0, 2.0], 10).unwrap();
+    c.sort_desc();
+    assert_eq!(pairs(&c), vec![(9, 2.0), (2, 1.0), (5, 1.0)]);
+}
