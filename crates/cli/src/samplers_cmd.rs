@@ -245,13 +245,13 @@ mod tests {
         let want = "\
 cut  (built-in)
     keep what is above a bar
-    bar    float  default 0.5         range [0, 1]                     the bar
-    words  list   required            -                                words to keep
-    bias   map    default {13: -inf}  -                                per-token bias
+    bar    float  default 0.5         range [0, 1]                  the bar
+    words  list   required            -                             words to keep
+    bias   map    default {13: -inf}  -                             per-token bias
 
 pick  (selector, built-in)
     choose one
-    seed   int    default -1          range [-1, 9223372036854775807]  random seed; -1 uses the run's --seed
+    seed   int    default -1          range [-1, 9007199254740992]  random seed; -1 uses the run's --seed
 
 zz_plain  (libzz.so)
     (no parameters)
@@ -281,7 +281,7 @@ zz_plain  (libzz.so)
         assert_eq!(cut["params"][2]["default"], json!([[13, "-inf"]]));
         assert_eq!(parsed[1]["selector"], true);
         assert_eq!(parsed[1]["params"][0]["range"]["min"], -1);
-        assert_eq!(parsed[1]["params"][0]["range"]["max"], i64::MAX);
+        assert_eq!(parsed[1]["params"][0]["range"]["max"], sieve_core::MAX_SEED);
         assert_eq!(parsed[2]["origin"], "libzz.so");
         assert_eq!(parsed[2]["params"], json!([]));
     }
