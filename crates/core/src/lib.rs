@@ -30,7 +30,7 @@ mod registry;
 mod rng;
 mod sampler;
 
-pub use candidates::Candidates;
+pub use candidates::{rank, Candidates};
 pub use context::{BuildContext, Context, Vocab};
 pub use error::Error;
 pub use params::{Args, ParamKind, ParamSpec, Range, Value, MAX_SEED};

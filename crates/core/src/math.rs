@@ -122,31 +122,52 @@ pub fn sum(xs: &[f32]) -> f32 {
     total
 }
 
-/// Calls `visit(i, xs[i])` for every `i` with `xs[i] >= threshold()`, in order, skipping
-/// whole blocks whose maximum is below the threshold (block maxima are vectorized lane loops:
-/// 256 elements, then 32). `threshold` is re-read after each visit, so it may rise during the
-/// scan (a running top-k); a visit may see an element a few places after the threshold rose
-/// past it, and must re-check.
-pub fn scan_at_least(
-    xs: &[f32],
-    mut threshold: impl FnMut() -> f32,
-    mut visit: impl FnMut(usize, f32),
-) {
-    const OUTER: usize = 256;
-    const INNER: usize = 32;
-    for (b, block) in xs.chunks(OUTER).enumerate() {
-        if max(block) < threshold() {
-            continue;
+/// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order.
+///
+/// With AVX2 (x86-64-v3 builds) eight logits are compared per instruction and only the hits
+/// are looked at; elsewhere a portable loop does the same.
+pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut alloc::vec::Vec<u32>) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    {
+        // SAFETY: this branch is compiled only when the whole build targets AVX2
+        // (`target_feature = "avx2"`), so the CPU running it has the instructions.
+        unsafe { avx2::positions_at_least(xs, t, base, out) }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+    for (i, &x) in xs.iter().enumerate() {
+        if x >= t {
+            out.push(base + i as u32);
         }
-        for (s, sub) in block.chunks(INNER).enumerate() {
-            if max(sub) < threshold() {
-                continue;
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+mod avx2 {
+    use alloc::vec::Vec;
+    use core::arch::x86_64::{_mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ};
+
+    /// See [`super::positions_at_least`].
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
+        let threshold = _mm256_set1_ps(t);
+        let chunks = xs.chunks_exact(8);
+        let tail = chunks.remainder();
+        for (c, chunk) in chunks.enumerate() {
+            // SAFETY: `chunk` holds exactly 8 `f32`, which is what the unaligned load reads.
+            let v = unsafe { _mm256_loadu_ps(chunk.as_ptr()) };
+            let mut mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(v, threshold)) as u32;
+            while mask != 0 {
+                out.push(base + (c * 8) as u32 + mask.trailing_zeros());
+                mask &= mask - 1;
             }
-            let base = b * OUTER + s * INNER;
-            for (j, &x) in sub.iter().enumerate() {
-                if x >= threshold() {
-                    visit(base + j, x);
-                }
+        }
+        let offset = (xs.len() - tail.len()) as u32;
+        for (i, &x) in tail.iter().enumerate() {
+            if x >= t {
+                out.push(base + offset + i as u32);
             }
         }
     }
@@ -174,17 +195,16 @@ mod tests {
     }
 
     #[test]
-    fn scan_visits_exactly_the_elements_at_least_the_threshold() {
-        let xs: alloc::vec::Vec<f32> = (0..1000).map(|i| ((i * 37) % 101) as f32).collect();
-        let mut seen = alloc::vec::Vec::new();
-        scan_at_least(&xs, || 99.0, |i, x| seen.push((i, x)));
-        let want: alloc::vec::Vec<(usize, f32)> = xs
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(_, x)| x >= 99.0)
-            .collect();
-        assert_eq!(seen, want);
+    fn positions_at_least_finds_every_hit_in_order() {
+        let xs: alloc::vec::Vec<f32> = (0..1003).map(|i| ((i * 37) % 101) as f32).collect();
+        let mut got = alloc::vec::Vec::new();
+        positions_at_least(&xs, 97.0, 5, &mut got);
+        let want: alloc::vec::Vec<u32> =
+            (0..xs.len()).filter(|&i| xs[i] >= 97.0).map(|i| i as u32 + 5).collect();
+        assert_eq!(got, want);
+        got.clear();
+        positions_at_least(&[f32::NEG_INFINITY, 0.0], f32::NEG_INFINITY, 0, &mut got);
+        assert_eq!(got, [0, 1]);
     }
 
     #[test]

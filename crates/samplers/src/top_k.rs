@@ -8,12 +8,15 @@
 //! (arXiv:1805.04833).
 //!
 //! # Edge cases
-//! - `k = 0` is the neutral value: the stage is an identity.
+//! - `k = 0` is the neutral value, and `k ≥ n` removes nothing: in both cases the stage is
+//!   an identity (nothing is sorted, masked candidates stay; llama.cpp sorts the whole array
+//!   when `k ≥ n`).
 //! - Ties at the boundary keep the lower ids (llama.cpp leaves them arbitrary; HF keeps every
 //!   tie, so may return more than `k`).
-//! - Masked (`-inf`) candidates are never kept, so fewer than `k` may remain.
-//! - The output is sorted by descending logit. On a full vocabulary this is one threshold
-//!   scan over the logits (see [`Candidates::keep_top`]), not a sort.
+//! - When it truncates, masked (`-inf`) candidates are never kept, so fewer than `k` may
+//!   remain, and the output is sorted by descending logit. On a full vocabulary finding the
+//!   `k` is one vectorized threshold pass over the blocks that can hold them (see
+//!   [`Candidates::keep_top`]), not a sort.
 
 use alloc::boxed::Box;
 use alloc::vec;

@@ -33,7 +33,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{rank, Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;
@@ -102,11 +102,6 @@ struct Cut {
     raw_logit: f32,
     id: u32,
     count: usize,
-}
-
-/// Rank order on `(raw logit, id)`: descending logit, ties by ascending id.
-fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
-    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
 /// A candidate in question: weight, raw logit, id.

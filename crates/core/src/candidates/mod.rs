@@ -63,10 +63,12 @@ impl Default for Candidates {
     }
 }
 
-/// Descending logit, then ascending id: the order of every sort in sieve.
+/// The rank order of `(logit, id)` pairs, used by every sort and selection in sieve:
+/// descending logit, ties (including `-0.0` against `0.0`) by ascending id. Logits are never
+/// NaN, so this is a total order.
 #[inline]
-fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
-    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+pub fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
+    b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal).then(a.1.cmp(&b.1))
 }
 
 /// How [`Candidates::load`] reads one logit: NaN as `-inf`, `+inf` as `f32::MAX`.
@@ -363,25 +365,22 @@ impl Candidates {
         self.selected = None;
     }
 
-    /// Calls `visit(position, raw_logit)` for every candidate whose raw logit is at least
-    /// `threshold()` (re-read after each visit, so it may rise), in position order, skipping
-    /// blocks that cannot hold one: by the block bounds while dense, by block maxima otherwise.
-    fn visit_at_least(&self, threshold: impl Fn() -> f32, mut visit: impl FnMut(usize, f32)) {
-        if !self.bounds_valid {
-            math::scan_at_least(&self.logits, threshold, visit);
-            return;
-        }
-        for (b, &bound) in self.bounds.iter().enumerate() {
-            if bound < threshold() {
-                continue;
-            }
-            let start = b * BOUND_BLOCK;
-            let end = (start + BOUND_BLOCK).min(self.logits.len());
-            for (pos, &x) in self.logits[start..end].iter().enumerate() {
-                if x >= threshold() {
-                    visit(start + pos, x);
+    /// Positions (in order) of the candidates whose raw logit is at least `t`: one vectorized
+    /// pass ([`math::positions_at_least`]) that, while dense, skips the blocks whose bound is
+    /// below `t`.
+    fn positions_at_least(&self, t: f32) -> Vec<u32> {
+        let mut out = Vec::new();
+        if self.bounds_valid {
+            for (b, &bound) in self.bounds.iter().enumerate() {
+                if bound >= t {
+                    let start = b * BOUND_BLOCK;
+                    let end = (start + BOUND_BLOCK).min(self.logits.len());
+                    math::positions_at_least(&self.logits[start..end], t, start as u32, &mut out);
                 }
             }
+        } else {
+            math::positions_at_least(&self.logits, t, 0, &mut out);
         }
+        out
     }
 }

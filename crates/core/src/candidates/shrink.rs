@@ -59,22 +59,21 @@ impl Candidates {
 
     /// [`Candidates::retain`] on the raw logits (without the pending scale). The caller
     /// promises that `keep` rejects every raw logit below `floor`, so only candidates at or
-    /// above it are offered to `keep` (see `visit_at_least`).
+    /// above it are offered to `keep` (found in one vectorized pass when `floor > -inf`).
     fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool, floor: f32) {
-        let mut kept: Vec<u32> = Vec::new();
-        self.visit_at_least(
-            || floor,
-            |pos, raw| {
-                let id = if self.dense {
-                    pos as u32
-                } else {
-                    self.ids[pos]
-                };
-                if keep(id, raw) {
-                    kept.push(pos as u32);
-                }
-            },
-        );
+        let offered: Vec<u32> = if floor > f32::NEG_INFINITY {
+            self.positions_at_least(floor)
+        } else {
+            (0..self.len() as u32).collect()
+        };
+        let mut kept: Vec<u32> = Vec::with_capacity(offered.len());
+        for pos in offered {
+            let p = pos as usize;
+            let id = if self.dense { pos } else { self.ids[p] };
+            if keep(id, self.logits[p]) {
+                kept.push(pos);
+            }
+        }
         // Compaction writes at `w <= pos`, so nothing not yet moved is overwritten.
         let mut kept_total = 0.0f64;
         for (w, &pos) in kept.iter().enumerate() {
