@@ -37,16 +37,23 @@ pub struct BenchReport {
     pub vocab: usize,
     /// Number of timed samples of each kind.
     pub iters: usize,
-    /// Median time per token of the pipeline, µs.
+    /// Median time per token of the pipeline with the logits vector handed over (as
+    /// `sieve generate` does), µs.
     pub median_us: f64,
-    /// 90th percentile time per token of the pipeline, µs.
+    /// 90th percentile of the same, µs.
     pub p90_us: f64,
+    /// Median time per token with the logits copied in from a slice, µs.
+    pub copying_median_us: f64,
+    /// 90th percentile of the same, µs.
+    pub copying_p90_us: f64,
     /// Median time of the floor, µs.
     pub floor_median_us: f64,
     /// 90th percentile time of the floor, µs.
     pub floor_p90_us: f64,
     /// `median_us / floor_median_us`.
     pub ratio: f64,
+    /// `copying_median_us / floor_median_us`.
+    pub copying_ratio: f64,
 }
 
 /// Runs the command and returns its output.
@@ -77,13 +84,23 @@ pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
     let compiled = pipeline::compile(&args.sampler, LOGITS_SEED)?;
     let mut workload = SamplerWorkload::new(compiled.pipeline, logits);
     workload
-        .step()
+        .step_copying()
         .map_err(|e| anyhow::Error::new(e).context("the pipeline failed on the bench logits"))
         .runtime()?;
 
     let mut failure = None;
-    let (pipeline_samples, batch) = time_per_run(iters, || {
-        if let Err(e) = black_box(workload.step()) {
+    let pipeline_samples = time_each_run(
+        iters,
+        &mut workload,
+        |w| w.refill(),
+        |w| {
+            if let Err(e) = black_box(w.step()) {
+                failure.get_or_insert(e);
+            }
+        },
+    );
+    let (copying_samples, batch) = time_per_run(iters, || {
+        if let Err(e) = black_box(workload.step_copying()) {
             failure.get_or_insert(e);
         }
     });
@@ -98,8 +115,7 @@ pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
         compiled.spec.to_string(),
         workload.logits().len(),
         iters,
-        &pipeline_samples,
-        &floor_samples,
+        [&pipeline_samples, &copying_samples, &floor_samples],
     );
     Ok(if args.json {
         report.json()
@@ -108,30 +124,51 @@ pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
     })
 }
 
-/// Builds the report from samples in µs per run.
-fn report(
-    sampler: String,
-    vocab: usize,
-    iters: usize,
-    pipeline: &[f64],
-    floor: &[f64],
-) -> BenchReport {
+/// Builds the report from samples in µs per run: `[handed over, copied in, floor]`.
+fn report(sampler: String, vocab: usize, iters: usize, samples: [&[f64]; 3]) -> BenchReport {
     let nan = Summary {
         median: f64::NAN,
         p90: f64::NAN,
     };
-    let p = Summary::of(pipeline).unwrap_or(nan);
-    let f = Summary::of(floor).unwrap_or(nan);
+    let [p, c, f] = samples.map(|s| Summary::of(s).unwrap_or(nan));
     BenchReport {
         sampler,
         vocab,
         iters,
         median_us: p.median,
         p90_us: p.p90,
+        copying_median_us: c.median,
+        copying_p90_us: c.p90,
         floor_median_us: f.median,
         floor_p90_us: f.p90,
         ratio: p.median / f.median,
+        copying_ratio: c.median / f.median,
     }
+}
+
+/// Warms up, then times `iters` single runs of `run`, each after an untimed `setup`; returns
+/// the µs of each run.
+fn time_each_run<W>(
+    iters: usize,
+    workload: &mut W,
+    mut setup: impl FnMut(&mut W),
+    mut run: impl FnMut(&mut W),
+) -> Vec<f64> {
+    let start = Instant::now();
+    let mut runs = 0u32;
+    while runs < WARMUP_RUNS || start.elapsed() < WARMUP {
+        setup(workload);
+        run(workload);
+        runs += 1;
+    }
+    (0..iters)
+        .map(|_| {
+            setup(workload);
+            let t = Instant::now();
+            run(workload);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
 }
 
 /// Warms `run` up, then times `iters` samples; returns the µs per run of each sample and the
@@ -174,13 +211,18 @@ impl BenchReport {
         );
         let _ = writeln!(
             out,
-            "iters:    {} samples each (runs per sample: pipeline {batch}, floor {floor_batch})",
+            "iters:    {} samples each (runs per sample: pipeline 1, copying {batch}, floor {floor_batch})",
             self.iters
         );
         let _ = writeln!(
             out,
-            "pipeline: median {:.3} µs, p90 {:.3} µs per token",
+            "pipeline: median {:.3} µs, p90 {:.3} µs per token (logits vector handed over, as `generate` does)",
             self.median_us, self.p90_us
+        );
+        let _ = writeln!(
+            out,
+            "copying:  median {:.3} µs, p90 {:.3} µs per token (logits copied in from a slice), {:.2}× the floor",
+            self.copying_median_us, self.copying_p90_us, self.copying_ratio
         );
         let _ = writeln!(
             out,
@@ -214,13 +256,17 @@ mod tests {
             "greedy".into(),
             10,
             4,
-            &[4.0, 2.0, 6.0, 8.0],
-            &[1.0, 1.0, 2.0, 2.0],
+            [
+                &[4.0, 2.0, 6.0, 8.0],
+                &[6.0, 6.0, 6.0, 6.0],
+                &[1.0, 1.0, 2.0, 2.0],
+            ],
         );
         assert_eq!(
             (r.median_us, r.floor_median_us, r.ratio),
             (5.0, 1.5, 5.0 / 1.5)
         );
+        assert_eq!((r.copying_median_us, r.copying_ratio), (6.0, 4.0));
         assert!((r.p90_us - 7.4).abs() < 1e-12);
         let parsed: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
         let keys: Vec<&str> = parsed
@@ -235,6 +281,9 @@ mod tests {
             "iters",
             "median_us",
             "p90_us",
+            "copying_median_us",
+            "copying_p90_us",
+            "copying_ratio",
             "floor_median_us",
             "floor_p90_us",
             "ratio",
@@ -242,6 +291,14 @@ mod tests {
         want.sort();
         assert_eq!(keys, want);
         assert_eq!(parsed["ratio"], 5.0 / 1.5);
+    }
+
+    #[test]
+    fn timing_each_run_sets_up_before_every_run() {
+        let mut log = Vec::new();
+        let samples = time_each_run(3, &mut log, |l| l.push('s'), |l| l.push('r'));
+        assert_eq!(samples.len(), 3);
+        assert!(log.chunks(2).all(|pair| pair == ['s', 'r']), "{log:?}");
     }
 
     #[test]

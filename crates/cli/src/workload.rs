@@ -6,9 +6,16 @@
 //! - **History**: a fixed 64-token history (ids spread over the vocabulary), all counted as
 //!   generated tokens (`prompt_len = 0`, `step = 64`), and passed to every stage's `accept`
 //!   once when the workload is set up, so that penalties and n-gram masks have work to do.
-//! - **One token** ([`SamplerWorkload::step`]): load the logits into a reused [`Candidates`]
-//!   ([`Candidates::load`]), then [`Pipeline::sample`]. No token is accepted afterwards, so
-//!   every step sees the same history.
+//! - **One token**, two ways:
+//!   - [`SamplerWorkload::step`]: hand the logits vector over to the reused [`Candidates`]
+//!     ([`Candidates::load_owned`], one read that takes the block bounds and checks for NaN),
+//!     then [`Pipeline::sample`]. This is what `sieve generate` does with the vector the model
+//!     returns; the vector is refilled from the bench logits before each step, untimed
+//!     ([`SamplerWorkload::refill`]), standing for the model writing its output;
+//!   - [`SamplerWorkload::step_copying`]: copy the logits in from a slice
+//!     ([`Candidates::load`]), then sample: what a caller holding only a borrowed slice pays.
+//!
+//!   No token is accepted afterwards, so every step sees the same history.
 //! - **No reset between steps**: random stages keep drawing from their stream and mirostat's μ
 //!   keeps adapting, as they would over a generation; the steps stay comparable because the
 //!   logits and history never change.
@@ -58,6 +65,8 @@ pub struct SamplerWorkload {
     logits: Vec<f32>,
     history: Vec<u32>,
     candidates: Candidates,
+    /// The vector the next [`SamplerWorkload::step`] hands over.
+    staged: Vec<f32>,
 }
 
 impl SamplerWorkload {
@@ -73,6 +82,7 @@ impl SamplerWorkload {
             logits,
             history,
             candidates: Candidates::new(),
+            staged: Vec::new(),
         }
     }
 
@@ -81,12 +91,37 @@ impl SamplerWorkload {
         &self.logits
     }
 
-    /// One token: load the logits into the reused candidates and run the pipeline.
+    /// Untimed preparation of [`SamplerWorkload::step`]: takes the candidates' buffer back and
+    /// fills it with the bench logits, as a model fills its output vector.
+    pub fn refill(&mut self) {
+        let mut buffer = self.candidates.take_logits();
+        buffer.clear();
+        buffer.extend_from_slice(&self.logits);
+        self.staged = buffer;
+    }
+
+    /// One token as `sieve generate` samples it: hand the refilled vector over to the
+    /// candidates and run the pipeline. Call [`SamplerWorkload::refill`] before each step.
     ///
     /// # Errors
     /// What the pipeline reports (no candidate left, a stage's own error).
     pub fn step(&mut self) -> Result<u32, Error> {
+        let staged = std::mem::take(&mut self.staged);
+        self.candidates.load_owned(black_box(staged));
+        self.sample()
+    }
+
+    /// One token from a borrowed slice: copy the logits into the candidates and run the
+    /// pipeline.
+    ///
+    /// # Errors
+    /// What the pipeline reports (no candidate left, a stage's own error).
+    pub fn step_copying(&mut self) -> Result<u32, Error> {
         self.candidates.load(black_box(&self.logits));
+        self.sample()
+    }
+
+    fn sample(&mut self) -> Result<u32, Error> {
         let cx = Context {
             history: &self.history,
             prompt_len: 0,
@@ -153,8 +188,9 @@ mod tests {
         let seen = std::sync::Arc::default();
         let pipeline = Pipeline::new(vec![Box::new(Probe(std::sync::Arc::clone(&seen)))]);
         let mut w = SamplerWorkload::new(pipeline, vec![0.5, 2.0, -1.0]);
+        w.refill();
         assert_eq!(w.step(), Ok(0));
-        assert_eq!(w.step(), Ok(0));
+        assert_eq!(w.step_copying(), Ok(0));
         let seen = seen.lock().unwrap();
         assert_eq!(seen.0, history(3), "history accepted once, at setup");
         assert_eq!(seen.1, HISTORY_LEN);

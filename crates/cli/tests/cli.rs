@@ -503,6 +503,9 @@ fn bench_sampler_json() {
     assert_eq!(
         keys,
         [
+            "copying_median_us",
+            "copying_p90_us",
+            "copying_ratio",
             "floor_median_us",
             "floor_p90_us",
             "iters",
@@ -522,6 +525,9 @@ fn bench_sampler_json() {
     assert!(f("median_us") > 0.0 && f("p90_us") >= f("median_us"));
     assert!(f("floor_median_us") > 0.0 && f("floor_p90_us") >= f("floor_median_us"));
     assert!((f("ratio") - f("median_us") / f("floor_median_us")).abs() < 1e-9 * f("ratio"));
+    assert!(f("copying_median_us") > 0.0 && f("copying_p90_us") >= f("copying_median_us"));
+    let copying = f("copying_median_us") / f("floor_median_us");
+    assert!((f("copying_ratio") - copying).abs() < 1e-9 * copying);
 }
 
 #[test]
@@ -539,12 +545,18 @@ fn bench_sampler_text_on_a_logits_file() {
     );
     assert!(lines[2].starts_with("iters:    5 samples each"), "{out}");
     assert!(
-        lines[3].starts_with("pipeline: median ") && lines[3].ends_with(" µs per token"),
+        lines[3].starts_with("pipeline: median ")
+            && lines[3].ends_with(" µs per token (logits vector handed over, as `generate` does)"),
         "{out}"
     );
     assert!(
-        lines[5].starts_with("ratio:    ")
-            && lines[5].ends_with("× the floor (median / floor median)"),
+        lines[4].starts_with("copying:  median ") && lines[4].ends_with("× the floor"),
+        "{out}"
+    );
+    assert!(lines[5].starts_with("floor:    median "), "{out}");
+    assert!(
+        lines[6].starts_with("ratio:    ")
+            && lines[6].ends_with("× the floor (median / floor median)"),
         "{out}"
     );
 }

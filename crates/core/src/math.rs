@@ -41,6 +41,21 @@ pub fn max(xs: &[f32]) -> f32 {
     m
 }
 
+/// Whether no value of `xs` is NaN or `+inf` (`-inf` is fine): one read in lane loops that
+/// vectorize (a running maximum of a 0/1 flag per lane).
+pub fn none_nan_or_pos_inf(xs: &[f32]) -> bool {
+    let mut flag = [0.0f32; MAX_LANES];
+    let chunks = xs.chunks_exact(MAX_LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (f, &x) in flag.iter_mut().zip(chunk) {
+            let bad = if x < f32::INFINITY { 0.0 } else { 1.0 };
+            *f = if bad > *f { bad } else { *f };
+        }
+    }
+    flag.iter().all(|&f| f == 0.0) && tail.iter().all(|&x| x < f32::INFINITY)
+}
+
 /// `e^x` for `f32`, accurate to about 2 ulp on the range where the result is a normal number,
 /// exactly `0` below −87.3 (so `-inf` gives `0`), `inf` above 88.3. Cephes-style: split
 /// `x = n·ln2 + r` with `|r| ≤ ln2/2`, a degree-6 polynomial for `e^r`, and `2^n` built from
@@ -70,7 +85,8 @@ pub fn exp(x: f32) -> f32 {
     let n_int = shifted.to_bits().wrapping_sub(ROUND_BITS);
     let pow2n = f32::from_bits(n_int.wrapping_add(127) << 23);
     let y = e_r * pow2n;
-    let y = if x < LOW { 0.0 } else { y };
+    let y = if x >= LOW { y } else { 0.0 }; // NaN too
+
     if x > HIGH {
         f32::INFINITY
     } else {
@@ -144,7 +160,9 @@ pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut alloc::vec::V
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 mod avx2 {
     use alloc::vec::Vec;
-    use core::arch::x86_64::{_mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ};
+    use core::arch::x86_64::{
+        _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ,
+    };
 
     /// See [`super::positions_at_least`].
     ///
@@ -195,12 +213,32 @@ mod tests {
     }
 
     #[test]
+    fn the_finite_check_accepts_neg_inf_and_refuses_nan_and_pos_inf() {
+        let mut xs = alloc::vec![0.5f32; 100];
+        xs[3] = f32::NEG_INFINITY;
+        assert!(none_nan_or_pos_inf(&xs));
+        for (at, bad) in [
+            (40, f32::NAN),
+            (99, f32::NAN),
+            (7, f32::INFINITY),
+            (98, f32::INFINITY),
+        ] {
+            let mut ys = xs.clone();
+            ys[at] = bad;
+            assert!(!none_nan_or_pos_inf(&ys), "{bad} at {at}");
+        }
+        assert!(none_nan_or_pos_inf(&[]));
+    }
+
+    #[test]
     fn positions_at_least_finds_every_hit_in_order() {
         let xs: alloc::vec::Vec<f32> = (0..1003).map(|i| ((i * 37) % 101) as f32).collect();
         let mut got = alloc::vec::Vec::new();
         positions_at_least(&xs, 97.0, 5, &mut got);
-        let want: alloc::vec::Vec<u32> =
-            (0..xs.len()).filter(|&i| xs[i] >= 97.0).map(|i| i as u32 + 5).collect();
+        let want: alloc::vec::Vec<u32> = (0..xs.len())
+            .filter(|&i| xs[i] >= 97.0)
+            .map(|i| i as u32 + 5)
+            .collect();
         assert_eq!(got, want);
         got.clear();
         positions_at_least(&[f32::NEG_INFINITY, 0.0], f32::NEG_INFINITY, 0, &mut got);

@@ -33,7 +33,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use sieve_core::{rank, Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{
+    rank, Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo,
+};
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;

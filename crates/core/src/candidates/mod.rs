@@ -14,20 +14,13 @@ mod shrink;
 mod tests;
 mod top;
 
-/// Logits per block of the dense bounds (see [`Candidates`], *Block bounds*).
-const BOUND_BLOCK: usize = 64;
-
 /// The candidates of one decoding step: token ids, logits and (once computed) probabilities,
 /// as a struct of arrays.
 ///
 /// # Representation
-/// - **Dense** until the first truncation: ids are implicit (`id == index`), so loading a
-///   128K-vocabulary step is one copy and stages that touch few tokens (penalties, biases)
-///   write in place with [`Candidates::set_logit`].
-/// - **Block bounds**: while dense, an upper bound of the logits of every block of 64 is kept
-///   (computed in the same pass as the copy, raised by [`Candidates::set_logit`]), so the
-///   first truncating stage only reads the blocks that can hold a survivor: `top_k(40)` on a
-///   full vocabulary looks at a few thousand logits, not all of them.
+/// - **Dense** until the first truncation: ids are implicit (`id == index`), so a 128K
+///   vocabulary is handed over without a copy ([`Candidates::load_owned`]) and stages that
+///   touch few tokens (penalties, biases) write in place with [`Candidates::set_logit`].
 /// - **Pending scale**: [`Candidates::scale_logits`] (temperature) only multiplies a factor;
 ///   the logits are rewritten when a stage asks for them. A positive scale never changes the
 ///   order, so rank-based stages read [`Candidates::raw_logits`] directly.
@@ -45,9 +38,6 @@ pub struct Candidates {
     ids: Vec<u32>,
     logits: Vec<f32>,
     probs: Vec<f32>,
-    /// Upper bounds of the raw logits per block of [`BOUND_BLOCK`] positions.
-    bounds: Vec<f32>,
-    bounds_valid: bool,
     dense: bool,
     sorted: bool,
     probs_valid: bool,
@@ -68,7 +58,9 @@ impl Default for Candidates {
 /// NaN, so this is a total order.
 #[inline]
 pub fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
-    b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal).then(a.1.cmp(&b.1))
+    b.0.partial_cmp(&a.0)
+        .unwrap_or(Ordering::Equal)
+        .then(a.1.cmp(&b.1))
 }
 
 /// How [`Candidates::load`] reads one logit: NaN as `-inf`, `+inf` as `f32::MAX`.
@@ -88,8 +80,6 @@ impl Candidates {
             ids: Vec::new(),
             logits: Vec::new(),
             probs: Vec::new(),
-            bounds: Vec::new(),
-            bounds_valid: false,
             dense: true,
             sorted: false,
             probs_valid: false,
@@ -123,32 +113,53 @@ impl Candidates {
         c.load(&logits);
         c.ids = ids;
         c.dense = false;
-        c.bounds_valid = false;
         c.vocab_size = vocab_size;
         Ok(c)
     }
 
-    /// Replaces the candidates with a full logits vector, reusing the buffers: one vectorized
-    /// copy that reads NaN as `-inf` (a masked token) and `+inf` as `f32::MAX` (so a softmax
-    /// stays defined: such tokens share all the probability), and takes the maximum of every
-    /// block of 64 while the block is in cache. Callers that must reject NaN or `+inf` check
-    /// with [`Candidates::first_non_finite`] first; the command line does.
+    /// Replaces the candidates with a full logits vector, copied into the candidates' own
+    /// buffer (reused between steps) in one vectorized pass that reads NaN as `-inf` (a masked
+    /// token) and `+inf` as `f32::MAX` (so a softmax stays defined: such tokens share all the
+    /// probability). Callers that must reject NaN or `+inf` check with
+    /// [`Candidates::first_non_finite`] first; the command line does.
     pub fn load(&mut self, logits: &[f32]) {
         self.logits.clear();
-        self.bounds.clear();
-        for block in logits.chunks(BOUND_BLOCK) {
-            let start = self.logits.len();
-            self.logits.extend(block.iter().map(|&x| sanitize(x)));
-            self.bounds.push(math::max(&self.logits[start..]));
+        self.logits.extend(logits.iter().map(|&x| sanitize(x)));
+        self.reset_dense();
+    }
+
+    /// Replaces the candidates with a full logits vector handed over without a copy (the
+    /// vector a model just produced): one read that checks no value is NaN or `+inf`; only if
+    /// one is does a second pass read NaN as `-inf` and `+inf` as `f32::MAX`, as
+    /// [`Candidates::load`] does. Get the buffer back for the next step with
+    /// [`Candidates::take_logits`].
+    pub fn load_owned(&mut self, logits: Vec<f32>) {
+        self.logits = logits;
+        if !math::none_nan_or_pos_inf(&self.logits) {
+            for x in &mut self.logits {
+                *x = sanitize(*x);
+            }
         }
-        self.bounds_valid = true;
+        self.reset_dense();
+    }
+
+    /// Takes the logits buffer out (leaving no candidates), to refill it with the next step's
+    /// logits and hand it back with [`Candidates::load_owned`] without allocating.
+    pub fn take_logits(&mut self) -> Vec<f32> {
+        let logits = core::mem::take(&mut self.logits);
+        self.reset_dense();
+        logits
+    }
+
+    /// The state of freshly loaded dense candidates.
+    fn reset_dense(&mut self) {
         self.ids.clear();
         self.dense = true;
         self.sorted = false;
         self.probs_valid = false;
         self.scale = 1.0;
         self.selected = None;
-        self.vocab_size = logits.len();
+        self.vocab_size = self.logits.len();
     }
 
     /// The first position holding NaN or `+inf`, with its value: an input check for callers
@@ -235,7 +246,6 @@ impl Candidates {
                 *x = if y.is_nan() { f32::NEG_INFINITY } else { y };
             }
             self.sorted = false;
-            self.bounds_valid = false;
         }
     }
     /// The factor not yet applied to [`Candidates::raw_logits`].
@@ -252,18 +262,15 @@ impl Candidates {
         self.materialize();
         &self.logits
     }
-    /// The logits for editing. Clears `sorted`, the cached probabilities and the block bounds;
-    /// to change a few logits of a full vocabulary, [`Candidates::set_logit`] is cheaper for
-    /// the stages after.
+    /// The logits for editing. Clears `sorted` and the cached probabilities.
     pub fn logits_mut(&mut self) -> &mut [f32] {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
-        self.bounds_valid = false;
         &mut self.logits
     }
-    /// Sets the logit (scale applied) of candidate `i`, keeping the block bounds. NaN is
-    /// stored as `-inf` and `+inf` as `f32::MAX`, as [`Candidates::load`] reads them. Clears
+    /// Sets the logit (scale applied) of candidate `i`. NaN is stored as `-inf` and `+inf` as
+    /// `f32::MAX`, as [`Candidates::load`] reads them. Clears
     /// `sorted`, the cached probabilities and the selection. A pending scale is applied first
     /// (one pass), so stages that edit a few logits belong before `temp`, as they usually are.
     ///
@@ -271,14 +278,7 @@ impl Candidates {
     /// If `i >= len()`.
     pub fn set_logit(&mut self, i: usize, logit: f32) {
         self.materialize();
-        let logit = sanitize(logit);
-        self.logits[i] = logit;
-        if self.bounds_valid {
-            let bound = &mut self.bounds[i / BOUND_BLOCK];
-            if logit > *bound {
-                *bound = logit;
-            }
-        }
+        self.logits[i] = sanitize(logit);
         self.sorted = false;
         self.probs_valid = false;
         self.selected = None;
@@ -295,22 +295,16 @@ impl Candidates {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
-        self.bounds_valid = false;
         self.selected = None;
         (&mut self.ids, &mut self.logits)
     }
 
-    /// Applies the pending scale to the logits (and the block bounds).
+    /// Applies the pending scale to the logits.
     fn materialize(&mut self) {
         if self.scale != 1.0 {
             let s = self.scale;
             for x in &mut self.logits {
                 *x *= s;
-            }
-            if self.bounds_valid {
-                for b in &mut self.bounds {
-                    *b *= s;
-                }
             }
             self.scale = 1.0;
         }
@@ -366,21 +360,10 @@ impl Candidates {
     }
 
     /// Positions (in order) of the candidates whose raw logit is at least `t`: one vectorized
-    /// pass ([`math::positions_at_least`]) that, while dense, skips the blocks whose bound is
-    /// below `t`.
+    /// pass ([`math::positions_at_least`]).
     fn positions_at_least(&self, t: f32) -> Vec<u32> {
         let mut out = Vec::new();
-        if self.bounds_valid {
-            for (b, &bound) in self.bounds.iter().enumerate() {
-                if bound >= t {
-                    let start = b * BOUND_BLOCK;
-                    let end = (start + BOUND_BLOCK).min(self.logits.len());
-                    math::positions_at_least(&self.logits[start..end], t, start as u32, &mut out);
-                }
-            }
-        } else {
-            math::positions_at_least(&self.logits, t, 0, &mut out);
-        }
+        math::positions_at_least(&self.logits, t, 0, &mut out);
         out
     }
 }

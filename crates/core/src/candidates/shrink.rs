@@ -19,7 +19,6 @@ impl Candidates {
             self.probs.truncate(n);
             self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
         }
-        // Positions are unchanged, so the block bounds still bound what is left.
         self.selected = None;
     }
 
@@ -33,7 +32,6 @@ impl Candidates {
             self.probs.drain(..n);
             self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
         }
-        self.bounds_valid = false;
         self.selected = None;
     }
 
@@ -48,8 +46,8 @@ impl Candidates {
     /// Keeps the candidates ranked at or before `(raw_logit, id)` in rank order (descending
     /// logit, ties by ascending id): a prefix of the sorted order, found without sorting,
     /// current order kept. `raw_logit` is compared with [`Candidates::raw_logits`] (without the
-    /// pending scale), so no rounding can reorder candidates. Blocks that cannot hold a kept
-    /// candidate are skipped unread.
+    /// pending scale), so no rounding can reorder candidates. The candidates at or above the
+    /// cut's logit are found in one vectorized pass.
     pub fn keep_ranked_through(&mut self, raw_logit: f32, id: u32) {
         self.retain_raw(
             |i, l| l > raw_logit || (l == raw_logit && i <= id),
@@ -100,7 +98,6 @@ impl Candidates {
             self.probs.truncate(n);
             self.probs_total = kept_total;
         }
-        self.bounds_valid = false;
         self.selected = None;
     }
 
@@ -132,7 +129,6 @@ impl Candidates {
         self.ids = ids;
         self.logits = logits;
         self.dense = false;
-        self.bounds_valid = false;
         self.selected = None;
     }
 }

@@ -29,6 +29,23 @@ fn load_reads_nan_as_neg_inf_and_pos_inf_as_max() {
 }
 
 #[test]
+fn load_owned_reuses_the_buffer_and_reads_bad_values_like_load() {
+    let mut c = Candidates::new();
+    c.load_owned(vec![2.0, f32::NAN, f32::INFINITY]);
+    assert_eq!(
+        pairs(&c),
+        vec![(0, 2.0), (1, f32::NEG_INFINITY), (2, f32::MAX)]
+    );
+    let mut buffer = c.take_logits();
+    assert!(c.is_empty());
+    buffer.clear();
+    buffer.extend_from_slice(&[0.5, 1.5]);
+    c.load_owned(buffer);
+    c.keep_top(1);
+    assert_eq!(pairs(&c), vec![(1, 1.5)]);
+}
+
+#[test]
 fn softmax_by_hand() {
     // p = e^l / Σ e^l with l = [0, ln 3, -inf] → [1/4, 3/4, 0]
     let mut c = Candidates::from_logits(&[0.0, 3f32.ln(), f32::NEG_INFINITY]);
@@ -103,7 +120,7 @@ fn keep_top_agrees_with_sorting_on_every_path() {
 }
 
 #[test]
-fn set_logit_raises_the_block_bound_so_keep_top_finds_it() {
+fn set_logit_is_seen_by_keep_top() {
     let mut logits = wavy(20_000);
     let mut c = Candidates::from_logits(&logits);
     c.set_logit(12_345, 50.0);
@@ -114,9 +131,9 @@ fn set_logit_raises_the_block_bound_so_keep_top_finds_it() {
 }
 
 #[test]
-fn lowered_logits_leave_loose_bounds_and_keep_top_still_exact() {
-    // Lowering the best logit of many blocks makes their bounds loose (too high): the
-    // estimate from the bounds then finds too few contenders and the scan starts over.
+fn lowered_logits_leave_too_few_contenders_and_keep_top_still_exact() {
+    // Lowering the 400 best logits (after the sample was possibly drawn from them) leaves the
+    // first estimates with too few contenders, so the scan falls back to lower ones.
     let mut logits = wavy(20_000);
     let mut c = Candidates::from_logits(&logits);
     let best: Vec<u32> = top_by_sorting(&logits, 400)

@@ -7,14 +7,14 @@ use super::{rank, Candidates};
 /// Below this many candidates, selection is `select_nth_unstable`; above, a threshold scan.
 const SCAN_MIN_LEN: usize = 2048;
 /// Strided sample size for estimating a starting threshold.
-const SAMPLE: usize = 256;
+const SAMPLE: usize = 1024;
 
 impl Candidates {
     /// Keeps the `k` candidates with the largest logits (ties: lower id first), sorted in that
     /// order; masked (`-inf`) candidates are dropped. Does nothing if `k >= len()`.
     ///
-    /// On a full vocabulary this reads only the blocks whose bound can hold one of the best
-    /// `k` (see [`Candidates`], *Block bounds*), then sorts those `k`.
+    /// On a full vocabulary this is one vectorized pass collecting the logits at or above an
+    /// estimate of the k-th best, a selection among those, and a sort of the `k`.
     pub fn keep_top(&mut self, k: usize) {
         if k >= self.len() {
             return;
@@ -54,47 +54,55 @@ impl Candidates {
     }
 
     /// Positions of the top `k` (`0 < k < len`), by a threshold scan. The threshold is a
-    /// lower estimate of the k-th best logit: with exact block bounds, the k-th largest bound
-    /// (each bound is some logit, in a different block, so at least `k` logits reach it);
-    /// otherwise a strided sample's rank aiming at about `2k` contenders. The contenders are
-    /// collected in one pass ([`crate::math::positions_at_least`], skipping blocks whose bound is below
-    /// the threshold) and the best `k` of them selected. If the estimate leaves fewer than `k`
-    /// contenders (bounds raised by edits, an unlucky sample), every finite candidate competes.
+    /// lower estimate of the k-th best logit (`sample_estimates`); the contenders at or above
+    /// it are collected in one vectorized pass ([`crate::math::positions_at_least`]) and the
+    /// best `k` of them selected. If an estimate leaves fewer than `k` contenders, the next,
+    /// lower one is tried, and finally every finite candidate.
     fn top_by_scan(&self, k: usize) -> Vec<u32> {
-        if let Some(estimate) = self.threshold_estimate(k) {
+        let try_estimate = |estimate: f32| -> Option<Vec<u32>> {
             let found = self.positions_at_least(estimate);
-            if found.len() >= k {
-                return self.best_of(found, k);
-            }
+            (found.len() >= k).then(|| self.best_of(found, k))
+        };
+        if let Some(found) = self.sample_estimates(k).into_iter().find_map(try_estimate) {
+            return found;
         }
         let finite = self.positions_at_least(f32::MIN);
         self.best_of(finite, k)
     }
 
-    /// The best `k` of `positions` (all of them if fewer), in no particular order.
-    fn best_of(&self, mut positions: Vec<u32>, k: usize) -> Vec<u32> {
-        if positions.len() > k {
-            positions.select_nth_unstable_by(k - 1, |&a, &b| rank(self.key(a as usize), self.key(b as usize)));
-            positions.truncate(k);
+    /// The best `k` of `positions` (all of them if fewer), in no particular order. Selects on
+    /// `(logit, id, position)` triples gathered once, not through the candidate arrays.
+    fn best_of(&self, positions: Vec<u32>, k: usize) -> Vec<u32> {
+        if positions.len() <= k {
+            return positions;
         }
-        positions
+        let mut keyed: Vec<(f32, u32, u32)> = positions
+            .iter()
+            .map(|&p| (self.logits[p as usize], self.id(p as usize), p))
+            .collect();
+        keyed.select_nth_unstable_by(k - 1, |a, b| rank((a.0, a.1), (b.0, b.1)));
+        keyed.truncate(k);
+        keyed.into_iter().map(|e| e.2).collect()
     }
 
-    /// A guess of a logit with at least `k` logits at or above it (see `top_by_scan`).
-    fn threshold_estimate(&self, k: usize) -> Option<f32> {
-        let from_bounds = self.bounds_valid && k <= self.bounds.len();
-        let (mut sample, rank_in_sample) = if from_bounds {
-            (self.bounds.clone(), k - 1)
-        } else {
-            let n = self.len();
-            let m = SAMPLE.min(n);
-            let sample: Vec<f32> = (0..m).map(|j| self.logits[j * n / m]).collect();
-            (sample, (2 * k * m) / n)
-        };
-        if rank_in_sample >= sample.len() {
-            return None;
+    /// Decreasing guesses of a logit with at least `k` logits at or above it, from ranks of a
+    /// strided sample aiming at about `2k`, `8k` and `32k` contenders.
+    fn sample_estimates(&self, k: usize) -> Vec<f32> {
+        let n = self.len();
+        let m = SAMPLE.min(n);
+        let mut sample: Vec<f32> = (0..m).map(|j| self.logits[j * n / m]).collect();
+        let mut estimates = Vec::new();
+        for factor in [2, 8, 32] {
+            let rank_in_sample = (factor * k * m) / n;
+            if rank_in_sample >= m {
+                break;
+            }
+            let (_, &mut estimate, _) =
+                sample.select_nth_unstable_by(rank_in_sample, |a, b| b.total_cmp(a));
+            if estimate > f32::NEG_INFINITY {
+                estimates.push(estimate);
+            }
         }
-        let (_, &mut estimate, _) = sample.select_nth_unstable_by(rank_in_sample, |a, b| b.total_cmp(a));
-        (estimate > f32::NEG_INFINITY).then_some(estimate)
+        estimates
     }
 }
