@@ -48,9 +48,9 @@ pub fn none_nan_or_pos_inf(xs: &[f32]) -> bool {
     let chunks = xs.chunks_exact(MAX_LANES);
     let tail = chunks.remainder();
     for chunk in chunks {
-        for (f, &x) in flag.iter_mut().zip(chunk) {
-            let bad = if x < f32::INFINITY { 0.0 } else { 1.0 };
-            *f = if bad > *f { bad } else { *f };
+        for i in 0..MAX_LANES {
+            let bad = if chunk[i] < f32::INFINITY { 0.0 } else { 1.0 };
+            flag[i] = if bad > flag[i] { bad } else { flag[i] };
         }
     }
     flag.iter().all(|&f| f == 0.0) && tail.iter().all(|&x| x < f32::INFINITY)
@@ -138,55 +138,83 @@ pub fn sum(xs: &[f32]) -> f32 {
     total
 }
 
-/// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order.
-///
-/// With AVX2 (x86-64-v3 builds) eight logits are compared per instruction and only the hits
-/// are looked at; elsewhere a portable loop does the same.
+/// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order (see
+/// [`scan_at_least`]).
 pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut alloc::vec::Vec<u32>) {
+    scan_at_least(xs, t, &mut |start, mut mask| {
+        while mask != 0 {
+            out.push(base + (start + mask.trailing_zeros() as usize) as u32);
+            mask &= mask - 1;
+        }
+        t
+    });
+}
+
+/// Scans `xs` in groups of 8 for values at or above a threshold: for each group holding one,
+/// calls `on_hits(start, mask)` (bit `j` of `mask` set where `xs[start + j] >= threshold`),
+/// which returns the threshold for the rest of the scan (a running top-k raises it).
+///
+/// With AVX2 (x86-64-v3 builds) a group is one compare and one mask extraction, and
+/// `on_hits` is called out of line, so a scan with few hits runs at the speed of reading;
+/// elsewhere a portable loop does the same.
+pub fn scan_at_least(xs: &[f32], threshold: f32, on_hits: &mut dyn FnMut(usize, u32) -> f32) {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
     {
         // SAFETY: this branch is compiled only when the whole build targets AVX2
         // (`target_feature = "avx2"`), so the CPU running it has the instructions.
-        unsafe { avx2::positions_at_least(xs, t, base, out) }
+        unsafe { avx2::scan_at_least(xs, threshold, on_hits) }
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
-    for (i, &x) in xs.iter().enumerate() {
-        if x >= t {
-            out.push(base + i as u32);
+    {
+        let mut t = threshold;
+        for (g, group) in xs.chunks(8).enumerate() {
+            let mut mask = 0u32;
+            for (j, &x) in group.iter().enumerate() {
+                mask |= ((x >= t) as u32) << j;
+            }
+            if mask != 0 {
+                t = on_hits(g * 8, mask);
+            }
         }
     }
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 mod avx2 {
-    use alloc::vec::Vec;
     use core::arch::x86_64::{
         _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ,
     };
 
-    /// See [`super::positions_at_least`].
+    /// See [`super::scan_at_least`].
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
-        let threshold = _mm256_set1_ps(t);
-        let chunks = xs.chunks_exact(8);
-        let tail = chunks.remainder();
-        for (c, chunk) in chunks.enumerate() {
-            // SAFETY: `chunk` holds exactly 8 `f32`, which is what the unaligned load reads.
-            let v = unsafe { _mm256_loadu_ps(chunk.as_ptr()) };
-            let mut mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(v, threshold)) as u32;
-            while mask != 0 {
-                out.push(base + (c * 8) as u32 + mask.trailing_zeros());
-                mask &= mask - 1;
+    pub(super) unsafe fn scan_at_least(
+        xs: &[f32],
+        threshold: f32,
+        on_hits: &mut dyn FnMut(usize, u32) -> f32,
+    ) {
+        let mut t = threshold;
+        let mut tv = _mm256_set1_ps(t);
+        let whole = xs.len() / 8 * 8;
+        let mut i = 0;
+        while i < whole {
+            // SAFETY: `i + 8 <= whole <= xs.len()`, so the unaligned load reads 8 `f32` of `xs`.
+            let v = unsafe { _mm256_loadu_ps(xs.as_ptr().add(i)) };
+            let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(v, tv)) as u32;
+            if mask != 0 {
+                t = on_hits(i, mask);
+                tv = _mm256_set1_ps(t);
             }
+            i += 8;
         }
-        let offset = (xs.len() - tail.len()) as u32;
-        for (i, &x) in tail.iter().enumerate() {
-            if x >= t {
-                out.push(base + offset + i as u32);
-            }
+        let mut mask = 0u32;
+        for (j, &x) in xs[whole..].iter().enumerate() {
+            mask |= ((x >= t) as u32) << j;
+        }
+        if mask != 0 {
+            on_hits(whole, mask);
         }
     }
 }

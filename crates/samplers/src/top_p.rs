@@ -39,8 +39,10 @@ use sieve_core::{
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;
-/// The first number of best candidates examined on a long list.
+/// The number of best candidates examined first on a long list.
 const FIRST_K: usize = 256;
+/// Strided sample size for guessing how many more candidates the cut needs.
+const SAMPLE: usize = 1024;
 /// Quickselect sorts ranges this short.
 const QUICKSELECT_SORT_MAX: usize = 24;
 
@@ -116,7 +118,7 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
     let weights = candidates.cached_probs().unwrap_or(&[]);
     let raw = candidates.raw_logits();
     let target = p * total;
-    let mut k = FIRST_K;
+    let mut k = FIRST_K.min(raw.len());
     loop {
         let top = candidates.top_positions_unordered(k);
         let mut items: Vec<Item> = top
@@ -133,24 +135,50 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
         if mass >= target || k >= raw.len() {
             return weighted_select(&mut items, target);
         }
-        // Every candidate outside the top k weighs at most the lightest inside, so at least
-        // `(target − mass) / lightest` more are needed; grow by at least 8×.
-        let lightest = items
+        // Every candidate outside the top k weighs at most the lightest inside (the one with
+        // the lowest logit), so at least `(target − mass) / lightest` more are needed; a
+        // strided sample guesses how many more, and the guess is doubled for safety.
+        let (lowest, lightest) = items
             .iter()
-            .map(|item| item.0)
-            .fold(f32::INFINITY, f32::min) as f64;
-        let needed = if lightest > 0.0 {
-            (target - mass) / lightest
+            .fold((f32::INFINITY, f32::INFINITY), |acc, item| {
+                if item.1 < acc.0 {
+                    (item.1, item.0)
+                } else {
+                    acc
+                }
+            });
+        let at_least = if lightest > 0.0 {
+            (target - mass) / lightest as f64
         } else {
             f64::INFINITY
         };
-        let grown = (k as f64 + 2.0 * needed).max(8.0 * k as f64);
+        let guess = guess_more(raw, weights, lowest, target - mass) as f64;
+        let grown = (k as f64 + 2.0 * guess.max(at_least)).max(2.0 * k as f64);
         k = if grown >= raw.len() as f64 {
             raw.len()
         } else {
             grown as usize
         };
     }
+}
+
+/// A guess of how many candidates with a raw logit below `below` hold the mass `need`, from a
+/// strided sample: each sampled candidate below it stands for `n / m` candidates of its weight.
+fn guess_more(raw: &[f32], weights: &[f32], below: f32, need: f64) -> usize {
+    let n = raw.len();
+    let m = SAMPLE.min(n);
+    let mut sample: Vec<(f32, f32)> = (0..m)
+        .map(|j| (raw[j * n / m], weights[j * n / m]))
+        .filter(|s| s.0 < below)
+        .collect();
+    sample.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let stands_for = n as f64 / m as f64;
+    let mut cum = 0.0f64;
+    let reached = sample.iter().position(|s| {
+        cum += s.1 as f64 * stands_for;
+        cum >= need
+    });
+    reached.map_or(n, |j| ((j + 1) as f64 * stands_for) as usize)
 }
 
 /// The cut among `items` (the best candidates, in any order): the item at which the mass, in

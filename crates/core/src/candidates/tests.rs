@@ -120,6 +120,27 @@ fn keep_top_agrees_with_sorting_on_every_path() {
 }
 
 #[test]
+fn keep_top_running_threshold_path_agrees_with_sorting() {
+    // 2·k·1024 < n selects the running-threshold scan; ties (values repeat every 1000) test
+    // that equal logits keep the lower ids.
+    let logits = wavy(300_000);
+    for k in [1, 40, 120] {
+        let mut c = Candidates::from_logits(&logits);
+        c.keep_top(k);
+        assert_eq!(pairs(&c), top_by_sorting(&logits, k), "dense, k = {k}");
+        let ids: Vec<u32> = (0..logits.len() as u32).rev().collect();
+        let mut sparse =
+            Candidates::from_sparse(ids.clone(), logits.clone(), logits.len()).unwrap();
+        sparse.keep_top(k);
+        let mut by_id = vec![0.0f32; logits.len()];
+        for (&id, &l) in ids.iter().zip(&logits) {
+            by_id[id as usize] = l;
+        }
+        assert_eq!(pairs(&sparse), top_by_sorting(&by_id, k), "sparse, k = {k}");
+    }
+}
+
+#[test]
 fn set_logit_is_seen_by_keep_top() {
     let mut logits = wavy(20_000);
     let mut c = Candidates::from_logits(&logits);

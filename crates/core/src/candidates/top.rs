@@ -59,6 +59,9 @@ impl Candidates {
     /// best `k` of them selected. If an estimate leaves fewer than `k` contenders, the next,
     /// lower one is tried, and finally every finite candidate.
     fn top_by_scan(&self, k: usize) -> Vec<u32> {
+        if 2 * k * SAMPLE < self.len() {
+            return self.top_by_running_threshold(k);
+        }
         let try_estimate = |estimate: f32| -> Option<Vec<u32>> {
             let found = self.positions_at_least(estimate);
             (found.len() >= k).then(|| self.best_of(found, k))
@@ -68,6 +71,35 @@ impl Candidates {
         }
         let finite = self.positions_at_least(f32::MIN);
         self.best_of(finite, k)
+    }
+
+    /// Positions of the top `k` for a `k` small next to the length: one scan
+    /// ([`crate::math::scan_at_least`]) with a running threshold, the k-th best so far,
+    /// raised each time the buffer of contenders fills; few logits ever reach it, so the scan
+    /// runs at the speed of reading.
+    fn top_by_running_threshold(&self, k: usize) -> Vec<u32> {
+        let cap = 4 * k.max(16);
+        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + 8); // (logit, id, pos)
+        let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
+        let mut threshold = f32::MIN;
+        crate::math::scan_at_least(&self.logits, threshold, &mut |start, mut mask| {
+            while mask != 0 {
+                let pos = start + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                buf.push((self.logits[pos], self.id(pos), pos as u32));
+            }
+            if buf.len() >= cap {
+                buf.select_nth_unstable_by(k - 1, cmp);
+                buf.truncate(k);
+                threshold = buf.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
+            }
+            threshold
+        });
+        if buf.len() > k {
+            buf.select_nth_unstable_by(k - 1, cmp);
+            buf.truncate(k);
+        }
+        buf.into_iter().map(|e| e.2).collect()
     }
 
     /// The best `k` of `positions` (all of them if fewer), in no particular order. Selects on
