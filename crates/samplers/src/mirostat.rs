@@ -40,20 +40,15 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    Candidates, Context, Error, ParamSpec, Range, Sampler, SieveRng, StageEntry, StageInfo,
-};
+use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
 
-use crate::select::draw;
+use crate::select::Steering;
 
 /// The `mirostat` stage.
 #[derive(Debug, Clone)]
 pub struct Mirostat {
-    tau: f64,
-    eta: f64,
     m: usize,
-    mu: f64,
-    rng: SieveRng,
+    steering: Steering,
     /// Scratch: the top positive probabilities.
     top: Vec<f32>,
 }
@@ -63,18 +58,15 @@ impl Mirostat {
     /// from the `m` most likely tokens, drawing from a stream seeded with `seed`.
     pub fn new(tau: f64, eta: f64, m: usize, seed: u64) -> Self {
         Mirostat {
-            tau,
-            eta,
             m,
-            mu: 2.0 * tau,
-            rng: SieveRng::new(seed, "mirostat"),
+            steering: Steering::new(tau, eta, seed, "mirostat"),
             top: Vec::new(),
         }
     }
 
     /// The current maximum surprise `μ` (bits).
     pub fn mu(&self) -> f64 {
-        self.mu
+        self.steering.mu()
     }
 }
 
@@ -140,22 +132,16 @@ impl Sampler for Mirostat {
         }
         self.top.sort_unstable_by(desc);
         let k = match zipf_exponent(&self.top) {
-            Some(s_hat) => keep_count(k_for(s_hat, self.mu, n_vocab), n),
+            Some(s_hat) => keep_count(k_for(s_hat, self.steering.mu(), n_vocab), n),
             None => 1,
         };
         candidates.keep_top(k);
-        let Some(i) = draw(candidates, &mut self.rng) else {
-            return Ok(());
-        };
-        candidates.select(i);
-        let surprise = -libm::log2(candidates.softmax()[i] as f64);
-        self.mu -= self.eta * (surprise - self.tau);
+        self.steering.select_and_steer(candidates);
         Ok(())
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.rng.reset();
+        self.steering.reset();
     }
 }
 

@@ -30,19 +30,14 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    Candidates, Context, Error, ParamSpec, Range, Sampler, SieveRng, StageEntry, StageInfo,
-};
+use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
 
-use crate::select::draw;
+use crate::select::Steering;
 
 /// The `mirostat_v2` stage.
 #[derive(Debug, Clone)]
 pub struct MirostatV2 {
-    tau: f64,
-    eta: f64,
-    mu: f64,
-    rng: SieveRng,
+    steering: Steering,
     /// Scratch: which candidates pass the cut.
     keep: Vec<bool>,
 }
@@ -52,17 +47,14 @@ impl MirostatV2 {
     /// with `seed`.
     pub fn new(tau: f64, eta: f64, seed: u64) -> Self {
         MirostatV2 {
-            tau,
-            eta,
-            mu: 2.0 * tau,
-            rng: SieveRng::new(seed, "mirostat_v2"),
+            steering: Steering::new(tau, eta, seed, "mirostat_v2"),
             keep: Vec::new(),
         }
     }
 
     /// The current maximum surprise `μ` (bits).
     pub fn mu(&self) -> f64 {
-        self.mu
+        self.steering.mu()
     }
 }
 
@@ -76,7 +68,7 @@ impl Sampler for MirostatV2 {
             return Ok(());
         }
         // −log2 p ≤ μ  ⟺  p ≥ 2^(−μ).
-        let threshold = libm::exp2(-self.mu);
+        let threshold = libm::exp2(-self.steering.mu());
         self.keep.clear();
         self.keep.extend(
             candidates
@@ -97,18 +89,12 @@ impl Sampler for MirostatV2 {
                 k
             });
         }
-        let Some(i) = draw(candidates, &mut self.rng) else {
-            return Ok(());
-        };
-        candidates.select(i);
-        let surprise = -libm::log2(candidates.softmax()[i] as f64);
-        self.mu -= self.eta * (surprise - self.tau);
+        self.steering.select_and_steer(candidates);
         Ok(())
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.rng.reset();
+        self.steering.reset();
     }
 }
 

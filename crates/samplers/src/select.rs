@@ -47,6 +47,53 @@ pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> Option<us
     weights.iter().rposition(|&w| w > 0.0)
 }
 
+/// The feedback loop both Mirostat selectors share (arXiv:2007.14966): the target surprise `τ`
+/// (bits), the learning rate `η`, the current maximum surprise `μ` (starting at `2τ`), and the
+/// random stream of the draw.
+#[derive(Debug, Clone)]
+pub(crate) struct Steering {
+    tau: f64,
+    eta: f64,
+    mu: f64,
+    rng: SieveRng,
+}
+
+impl Steering {
+    /// `μ = 2τ`, a stream for `stage` seeded with `seed`.
+    pub(crate) fn new(tau: f64, eta: f64, seed: u64, stage: &str) -> Self {
+        Steering {
+            tau,
+            eta,
+            mu: 2.0 * tau,
+            rng: SieveRng::new(seed, stage),
+        }
+    }
+
+    /// The current maximum surprise `μ` (bits).
+    pub(crate) fn mu(&self) -> f64 {
+        self.mu
+    }
+
+    /// Draws among the (already truncated) candidates, selects the token, and steers:
+    /// `μ ← μ − η (S − τ)` with `S = −log2 p` of the selected token, `p` renormalized over the
+    /// candidates (as llama.cpp). With nothing finite, selects nothing and leaves `μ` and the
+    /// stream as they were.
+    pub(crate) fn select_and_steer(&mut self, candidates: &mut Candidates) {
+        let Some(i) = draw(candidates, &mut self.rng) else {
+            return;
+        };
+        candidates.select(i);
+        let surprise = -libm::log2(candidates.softmax()[i] as f64);
+        self.mu -= self.eta * (surprise - self.tau);
+    }
+
+    /// Back to `μ = 2τ` and the start of the stream.
+    pub(crate) fn reset(&mut self) {
+        self.mu = 2.0 * self.tau;
+        self.rng.reset();
+    }
+}
+
 /// Shannon entropy in nats, `H = −Σ_{p_i > 0} p_i ln p_i`.
 pub(crate) fn entropy(probs: &[f32]) -> f64 {
     probs
