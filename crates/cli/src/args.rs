@@ -1,5 +1,7 @@
 //! The command line's grammar: clap definitions of every command and flag.
 
+use std::path::PathBuf;
+
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 /// Shown after `sieve --help`.
@@ -52,12 +54,36 @@ pub enum Command {
     Bench(BenchCommand),
 }
 
+impl Command {
+    /// The plugin files named with `--plugin` (none for commands without the flag).
+    pub fn plugin_files(&self) -> &[PathBuf] {
+        match self {
+            Command::Check(a) => &a.plugins.files,
+            Command::Samplers(a) => &a.plugins.files,
+            Command::Apply(a) => &a.plugins.files,
+            Command::Bench(BenchCommand::Sampler(a)) => &a.plugins.files,
+        }
+    }
+}
+
+/// `--plugin PATH`, on every command that builds a pipeline.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PluginArgs {
+    /// Load the sampler stages of this plugin library (repeatable); the libraries in the
+    /// directories of SIEVE_PLUGIN_PATH (separated by ':') are loaded too
+    #[arg(long = "plugin", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+}
+
 /// `sieve check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The pipeline, e.g. "penalty(1.1) | temp(0.7) | top_k(40)"
     #[arg(value_name = "PIPELINE")]
     pub pipeline: String,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
 }
 
 /// `sieve samplers`.
@@ -66,6 +92,9 @@ pub struct SamplersArgs {
     /// Print a JSON array instead of the listing
     #[arg(long)]
     pub json: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
 }
 
 /// `sieve apply`.
@@ -93,6 +122,9 @@ pub struct ApplyArgs {
     /// Show the distribution before the first stage and after every stage
     #[arg(long)]
     pub trace: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
 }
 
 /// `sieve bench …`.
@@ -123,6 +155,9 @@ pub struct BenchSamplerArgs {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
 }
 
 #[cfg(test)]
@@ -169,5 +204,26 @@ mod tests {
             panic!("not bench")
         };
         assert_eq!((b.vocab, b.iters), (None, 2000));
+    }
+
+    #[test]
+    fn every_pipeline_command_takes_repeated_plugins() {
+        for args in [
+            &["sieve", "check", "greedy"][..],
+            &["sieve", "samplers"],
+            &["sieve", "apply", "-s", "greedy", "--logits", "1"],
+            &["sieve", "bench", "sampler", "-s", "greedy", "--vocab", "4"],
+        ] {
+            let mut with: Vec<&str> = args.to_vec();
+            with.extend(["--plugin", "a.so", "--plugin", "dir/b.so"]);
+            let cli = Cli::try_parse_from(&with).unwrap();
+            assert_eq!(
+                cli.command.plugin_files(),
+                [PathBuf::from("a.so"), PathBuf::from("dir/b.so")],
+                "{args:?}"
+            );
+            let cli = Cli::try_parse_from(args).unwrap();
+            assert!(cli.command.plugin_files().is_empty());
+        }
     }
 }

@@ -9,6 +9,10 @@
 //! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`], reading input with [`input`], printing with [`output`] and [`trace`] |
 //! | `sieve bench sampler --sampler P --vocab N …` | [`bench`](mod@bench), timing the [`workload`] the criterion benches time too |
 //!
+//! Every command that builds a pipeline takes `--plugin PATH` (repeatable) and loads the
+//! libraries of the `SIEVE_PLUGIN_PATH` directories ([`plugins`]); their stages join the
+//! built-ins in [`pipeline::registry`].
+//!
 //! Exit codes: 0 ok; 2 bad usage, bad input or a pipeline that does not compile; 1 a runtime
 //! failure such as a stage that leaves no candidate (see [`error::Failure`]).
 #![warn(missing_docs)]
@@ -22,6 +26,7 @@ pub mod error;
 pub mod input;
 pub mod output;
 pub mod pipeline;
+pub mod plugins;
 pub mod samplers_cmd;
 pub mod stats;
 pub mod trace;
@@ -65,6 +70,7 @@ pub fn run_from(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// # Errors
 /// The command's [`Failure`].
 pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
+    pipeline::use_plugins(command.plugin_files())?;
     let text = match command {
         Command::Check(args) => check::run(args)?,
         Command::Samplers(args) => {

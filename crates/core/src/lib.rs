@@ -12,9 +12,12 @@
 //! - [`SieveRng`]: a seeded, portable random generator (ChaCha8), identical on every machine;
 //! - [`Registry`]: stage constructors by name with their parameter schemas, open to stages
 //!   defined outside this crate (plugins register there);
-//! - [`Pipeline`]: a built chain of stages that turns candidates into one token.
+//! - [`Pipeline`]: a built chain of stages that turns candidates into one token;
+//! - [`plugin`]: the versioned C ABI of sampler plugins, the author's side
+//!   ([`export_plugin!`]) and, with the `host` feature, loading plugin libraries.
 //!
-//! The crate is `#![no_std]` + `alloc`; the `std` feature only adds `std::error::Error` impls.
+//! The crate is `#![no_std]` + `alloc`; the `std` feature adds `std::error::Error` impls and
+//! the plugin author's side (which catches panics), the `host` feature plugin loading.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
@@ -26,6 +29,7 @@ mod error;
 pub mod math;
 mod params;
 mod pipeline;
+pub mod plugin;
 mod registry;
 mod rng;
 mod sampler;

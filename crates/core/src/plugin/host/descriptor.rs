@@ -1,0 +1,149 @@
+//! Reading a plugin's descriptor into owned, checked descriptions of its stages.
+
+use std::collections::BTreeSet;
+use std::format;
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+use crate::plugin::abi::{AbiParam, AbiPlugin, AbiStage, ABI_VERSION};
+use crate::plugin::schema::{decode_param, is_identifier};
+use crate::plugin::value::decode_str;
+use crate::{ParamSpec, StageInfo};
+
+/// A stage of a loaded library: its descriptor, which lives as long as the process (the
+/// library is never unloaded).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageRef(pub(crate) &'static AbiStage);
+
+// SAFETY: an `AbiStage` is immutable data of a library that is never unloaded, and its
+// functions may be called from any thread (the ABI contract: `create` is reentrant; a state
+// is used by one thread at a time and may move between threads).
+unsafe impl Send for StageRef {}
+// SAFETY: as above.
+unsafe impl Sync for StageRef {}
+
+/// What a descriptor says, checked and copied.
+#[derive(Debug)]
+pub(crate) struct Described {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) stages: Vec<(StageInfo, StageRef)>,
+}
+
+/// Element `i` of an array of `n` structs whose stride is the first one's `struct_size`.
+///
+/// # Safety
+/// `base` must point at `n` structs laid out with that stride, valid for `'static`.
+unsafe fn element<T>(base: *const T, n: usize, i: usize, what: &str) -> Result<&'static T, String> {
+    if base.is_null() {
+        return Err(format!("null {what} array"));
+    }
+    debug_assert!(i < n);
+    // SAFETY: `n > i >= 0` elements, so the first exists (caller's promise).
+    let stride = unsafe { base.cast::<usize>().read() };
+    let size = core::mem::size_of::<T>();
+    if stride < size || stride % core::mem::align_of::<T>() != 0 {
+        return Err(format!(
+            "{what} entries are {stride} bytes, expected at least {size} (a multiple of {})",
+            core::mem::align_of::<T>()
+        ));
+    }
+    // SAFETY: element `i` starts `i * stride` bytes in, inside the array (caller's promise).
+    let ptr = unsafe { base.cast::<u8>().add(i * stride).cast::<T>() };
+    // SAFETY: every element has the same size as the first (caller's promise).
+    let own = unsafe { ptr.cast::<usize>().read() };
+    if own != stride {
+        return Err(format!(
+            "{what} entry {i} is {own} bytes, the first is {stride}"
+        ));
+    }
+    // SAFETY: checked size and alignment; valid for `'static` (caller's promise).
+    Ok(unsafe { &*ptr })
+}
+
+/// Reads the descriptor at `ptr`, naming the plugin file `origin` in every stage's origin.
+///
+/// # Safety
+/// `ptr` must be a descriptor returned by a plugin's entry function, valid (with everything
+/// it points at) and unchanged for the rest of the process.
+pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Described, String> {
+    // SAFETY: non-null descriptors start with their size (caller's promise).
+    let size = unsafe { ptr.cast::<usize>().read() };
+    if size < core::mem::size_of::<AbiPlugin>() {
+        return Err(format!(
+            "the descriptor is {size} bytes, expected at least {}",
+            core::mem::size_of::<AbiPlugin>()
+        ));
+    }
+    // SAFETY: size checked; valid for `'static` (caller's promise).
+    let plugin: &'static AbiPlugin = unsafe { &*ptr };
+    if plugin.abi_version != ABI_VERSION {
+        return Err(format!(
+            "the descriptor says ABI v{}, the version symbol said v{ABI_VERSION}",
+            plugin.abi_version
+        ));
+    }
+    // SAFETY: strings of a valid descriptor (caller's promise).
+    let (name, version) = unsafe {
+        (
+            decode_str(&plugin.name, "the plugin name")?,
+            decode_str(&plugin.version, "the plugin version")?,
+        )
+    };
+    let mut stages = Vec::with_capacity(plugin.n_stages);
+    let mut names = BTreeSet::new();
+    for i in 0..plugin.n_stages {
+        // SAFETY: `n_stages` stages (caller's promise).
+        let stage = unsafe { element(plugin.stages, plugin.n_stages, i, "stage")? };
+        // SAFETY: as above.
+        let info = unsafe { stage_info(stage, origin) }?;
+        if !names.insert(info.name.clone()) {
+            return Err(format!("stage `{}` is defined twice", info.name));
+        }
+        stages.push((info, StageRef(stage)));
+    }
+    Ok(Described {
+        name,
+        version,
+        stages,
+    })
+}
+
+/// The [`StageInfo`] of one stage.
+///
+/// # Safety
+/// As [`describe`].
+unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo, String> {
+    // SAFETY: the caller's promise.
+    let name = unsafe { decode_str(&stage.name, "a stage name")? };
+    if !is_identifier(&name) {
+        return Err(format!(
+            "stage name {name:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
+        ));
+    }
+    // SAFETY: the caller's promise.
+    let doc = unsafe { decode_str(&stage.doc, "a stage doc") }
+        .map_err(|e| format!("stage `{name}`: {e}"))?;
+    let mut params: Vec<ParamSpec> = Vec::with_capacity(stage.n_params);
+    for i in 0..stage.n_params {
+        // SAFETY: `n_params` parameters (caller's promise).
+        let p: &AbiParam = unsafe { element(stage.params, stage.n_params, i, "parameter") }
+            .map_err(|e| format!("stage `{name}`: {e}"))?;
+        // SAFETY: the caller's promise.
+        let spec = unsafe { decode_param(p) }.map_err(|e| format!("stage `{name}`: {e}"))?;
+        if params.iter().any(|q| q.name == spec.name) {
+            return Err(format!(
+                "stage `{name}`: parameter `{}` is defined twice",
+                spec.name
+            ));
+        }
+        params.push(spec);
+    }
+    Ok(StageInfo {
+        name,
+        doc,
+        params,
+        selector: stage.selector != 0,
+        origin: origin.to_string(),
+    })
+}
