@@ -110,10 +110,7 @@ impl Candidates {
             });
         }
         let mut c = Candidates::new();
-        c.load(&logits);
-        c.ids = ids;
-        c.dense = false;
-        c.vocab_size = vocab_size;
+        c.load_sparse(&ids, &logits, vocab_size)?;
         Ok(c)
     }
 
@@ -141,6 +138,38 @@ impl Candidates {
             }
         }
         self.reset_dense();
+    }
+
+    /// Replaces the candidates with sparse ones (`ids[i]` has logit `logits[i]`, out of a
+    /// vocabulary of `vocab_size`), copied into the candidates' own buffers, NaN and `+inf`
+    /// read as [`Candidates::load`] reads them. What a plugin does on each call.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if the lengths differ (the candidates are then empty).
+    pub fn load_sparse(
+        &mut self,
+        ids: &[u32],
+        logits: &[f32],
+        vocab_size: usize,
+    ) -> Result<(), Error> {
+        if ids.len() != logits.len() {
+            self.load(&[]);
+            return Err(Error::LengthMismatch {
+                ids: ids.len(),
+                logits: logits.len(),
+            });
+        }
+        self.load(logits);
+        self.ids.extend_from_slice(ids);
+        self.dense = false;
+        self.vocab_size = vocab_size;
+        Ok(())
+    }
+
+    /// Sets the size of the vocabulary the ids come from (loading sets it to the number of
+    /// logits; a dense prefix of a larger vocabulary says so here).
+    pub fn set_vocab_size(&mut self, vocab_size: usize) {
+        self.vocab_size = vocab_size;
     }
 
     /// Takes the logits buffer out (leaving no candidates), to refill it with the next step's

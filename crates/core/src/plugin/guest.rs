@@ -465,16 +465,13 @@ unsafe extern "C" fn apply<S: PluginStage>(
                 "dense candidates without ids_out",
             ));
         }
-        if dense && n == header.vocab_size {
+        if dense {
             st.scratch.load(logits);
+            st.scratch.set_vocab_size(header.vocab_size);
         } else {
-            let ids = if dense {
-                (0..n as u32).collect()
-            } else {
-                // SAFETY: `len` ids (host's promise).
-                unsafe { parts(header.ids, n, "ids")? }.to_vec()
-            };
-            st.scratch = Candidates::from_sparse(ids, logits.to_vec(), header.vocab_size)?;
+            // SAFETY: `len` ids (host's promise).
+            let ids = unsafe { parts(header.ids, n, "ids")? };
+            st.scratch.load_sparse(ids, logits, header.vocab_size)?;
         }
         st.scratch.set_sorted(header.sorted != 0);
         let cx = Context {
