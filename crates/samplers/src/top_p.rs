@@ -152,7 +152,9 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
         } else {
             f64::INFINITY
         };
-        let guess = guess_more(raw, weights, lowest, target - mass) as f64;
+        // When the sample below the k-th holds too little mass to say, grow fourfold.
+        let guess =
+            guess_more(raw, weights, lowest, target - mass).map_or(3.0 * k as f64, |g| g as f64);
         let grown = (k as f64 + 2.0 * guess.max(at_least)).max(2.0 * k as f64);
         k = if grown >= raw.len() as f64 {
             raw.len()
@@ -164,7 +166,8 @@ fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
 
 /// A guess of how many candidates with a raw logit below `below` hold the mass `need`, from a
 /// strided sample: each sampled candidate below it stands for `n / m` candidates of its weight.
-fn guess_more(raw: &[f32], weights: &[f32], below: f32, need: f64) -> usize {
+/// `None` when the sampled mass never reaches `need`.
+fn guess_more(raw: &[f32], weights: &[f32], below: f32, need: f64) -> Option<usize> {
     let n = raw.len();
     let m = SAMPLE.min(n);
     let mut sample: Vec<(f32, f32)> = (0..m)
@@ -178,7 +181,7 @@ fn guess_more(raw: &[f32], weights: &[f32], below: f32, need: f64) -> usize {
         cum += s.1 as f64 * stands_for;
         cum >= need
     });
-    reached.map_or(n, |j| ((j + 1) as f64 * stands_for) as usize)
+    reached.map(|j| ((j + 1) as f64 * stands_for) as usize)
 }
 
 /// The cut among `items` (the best candidates, in any order): the item at which the mass, in
