@@ -269,12 +269,13 @@ mod tests {
         assert_eq!((r.copying_median_us, r.copying_ratio), (6.0, 4.0));
         assert!((r.p90_us - 7.4).abs() < 1e-12);
         let parsed: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
-        let keys: Vec<&str> = parsed
+        let mut keys: Vec<&str> = parsed
             .as_object()
             .unwrap()
             .keys()
             .map(String::as_str)
             .collect();
+        keys.sort();
         let mut want = [
             "sampler",
             "vocab",

@@ -5,6 +5,7 @@
 mod build;
 mod dry;
 mod faults;
+mod grammar;
 mod listing;
 mod template;
 mod top_n_sigma;
