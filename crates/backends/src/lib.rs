@@ -1,19 +1,44 @@
 //! # sieve-backends
 //!
-//! Home of the Burn transformer that turns a prompt into logits (prefill once, then decode with
-//! a KV cache) and of the loop that joins it to a sampler pipeline. The model issue fills this
-//! crate; until then it only defines the seam the generation loop will use.
+//! The model side of sieve: a Llama-family transformer written against Burn's `Backend`
+//! trait (run on burn-ndarray, burn-flex or, with the `cuda` feature, burn-cuda, chosen at run
+//! time), the loader of Hugging Face model directories (`config.json`, safetensors weights,
+//! `tokenizer.json`, `generation_config.json`), and the generation loop that joins a model to
+//! a `sieve_core::Pipeline`.
+//!
+//! ```text
+//! ModelDir::open(dir) ─► .load(BackendKind) ─► LoadedModel ──┐ (LogitsSource)
+//!                     └► .tokenizer()        ─► Tokenizer  ──┼► generate(…, Pipeline, …)
+//!                                                            └─► Generation { text, tokens, finish, stats }
+//! ```
+//!
+//! - [`hf`] reads directories: [`ModelDir`], [`ModelConfig`], [`GenerationConfig`],
+//!   [`Checkpoint`];
+//! - [`model`] holds the transformer in small files and [`Model`], generic over the backend;
+//! - [`backend`] picks the backend: [`BackendKind`], [`LoadedModel`];
+//! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`];
+//! - [`generate`](mod@generate) is the loop: [`generate()`], [`LogitsSource`],
+//!   [`Detokenize`], stop strings and stats;
+//! - [`bench`](mod@bench) times a model alone: [`time_model`].
+//!
+//! Correctness is defined by Hugging Face transformers: the tests compare the logits of tiny
+//! random checkpoints made by `tools/make_fixtures.py` with those transformers computed.
 #![warn(missing_docs)]
 
-/// Something that produces next-token logits for a token sequence: the model, or canned
-/// logits in a test.
-pub trait LogitsSource {
-    /// The size of the logits vector.
-    fn vocab_size(&self) -> usize;
-    /// Feeds `tokens` (appended to what was fed before) and returns the logits for the token
-    /// after the last one.
-    ///
-    /// # Errors
-    /// Whatever the source cannot do, as text for the user.
-    fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String>;
-}
+pub mod backend;
+pub mod bench;
+mod error;
+pub mod generate;
+pub mod hf;
+pub mod model;
+pub mod tokenizer;
+
+pub use backend::{BackendKind, LoadedModel};
+pub use bench::{time_model, ModelTimings};
+pub use error::{Error, Result};
+pub use generate::{
+    generate, Detokenize, FinishReason, GenerateOptions, Generation, GenerationStats, LogitsSource,
+};
+pub use hf::{Checkpoint, GenerationConfig, ModelConfig, ModelDir};
+pub use model::Model;
+pub use tokenizer::Tokenizer;

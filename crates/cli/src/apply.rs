@@ -87,7 +87,7 @@ pub fn run(args: &ApplyArgs, out: &mut dyn Write) -> Result<(), Failure> {
 /// A seed from the process's random hasher keys (drawn from the OS), the time and the process
 /// id, cut to 53 bits so that it prints and parses exactly everywhere (JSON readers that use
 /// doubles, a pipeline's `seed=` argument).
-fn random_seed() -> u64 {
+pub fn random_seed() -> u64 {
     let mut hasher = RandomState::new().build_hasher();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -49,10 +49,20 @@ pub enum Command {
     /// Run a pipeline on one logits vector and print the selected token and the survivors
     #[command(after_help = APPLY_EXAMPLES)]
     Apply(ApplyArgs),
+    /// Generate text with a model and a sampler pipeline, streaming it as it arrives
+    #[command(after_help = GENERATE_EXAMPLES)]
+    Generate(crate::generate::GenerateArgs),
+    /// Print the logits a model gives for a prompt or token ids
+    Logits(crate::logits::LogitsArgs),
     /// Time things
     #[command(subcommand)]
     Bench(BenchCommand),
 }
+
+const GENERATE_EXAMPLES: &str = "Examples:
+  sieve generate --prompt \"Once upon a time\" -n 20 --seed 7 --stats
+  sieve generate --model ./SmolLM2-135M --prompt \"The capital of France is\" \\
+      --sampler \"penalty(1.1) | temp(0.7) | top_k(40) | top_p(0.9) | min_p(0.05)\" --seed 7 --stop \".\"";
 
 impl Command {
     /// The plugin files named with `--plugin` (none for commands without the flag).
@@ -62,6 +72,8 @@ impl Command {
             Command::Samplers(a) => &a.plugins.files,
             Command::Apply(a) => &a.plugins.files,
             Command::Bench(BenchCommand::Sampler(a)) => &a.plugins.files,
+            Command::Generate(a) => &a.plugins.files,
+            Command::Logits(_) | Command::Bench(BenchCommand::Model(_)) => &[],
         }
     }
 }
@@ -135,6 +147,11 @@ pub enum BenchCommand {
         after_help = "Example:\n  sieve bench sampler --sampler \"top_k(40) | top_p(0.9)\" --vocab 128256 --iters 500"
     )]
     Sampler(BenchSamplerArgs),
+    /// Time a model: prefill tokens/s, decode tokens/s (median step), time to first token
+    #[command(
+        after_help = "Example:\n  sieve bench model --model ./SmolLM2-135M --prompt-len 256 --gen 32"
+    )]
+    Model(crate::bench_model::BenchModelArgs),
 }
 
 /// `sieve bench sampler`.

@@ -8,6 +8,9 @@
 //! | `sieve samplers [--json]` | [`samplers_cmd`] |
 //! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`], reading input with [`input`], printing with [`output`] and [`trace`] |
 //! | `sieve bench sampler --sampler P --vocab N …` | [`bench`](mod@bench), timing the [`workload`] the criterion benches time too |
+//! | `sieve generate [--model DIR] --prompt TEXT …` | [`generate`](mod@generate), opening the model with [`model`] |
+//! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
+//! | `sieve bench model --model DIR …` | [`bench_model`] |
 //!
 //! Every command that builds a pipeline takes `--plugin PATH` (repeatable) and loads the
 //! libraries of the `SIEVE_PLUGIN_PATH` directories ([`plugins`]); their stages join the
@@ -20,10 +23,14 @@
 pub mod apply;
 pub mod args;
 pub mod bench;
+pub mod bench_model;
 pub mod check;
 pub mod distribution;
 pub mod error;
+pub mod generate;
 pub mod input;
+pub mod logits;
+pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod plugins;
@@ -83,6 +90,9 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
         }
         Command::Apply(args) => return apply::run(args, out),
         Command::Bench(BenchCommand::Sampler(args)) => bench::run(args)?,
+        Command::Bench(BenchCommand::Model(args)) => bench_model::run(args)?,
+        Command::Generate(args) => return generate::run(args, out),
+        Command::Logits(args) => return logits::run(args, out),
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)
 }

@@ -59,6 +59,14 @@ pub fn registry() -> Registry {
 /// # Errors
 /// [`Failure::Pipeline`] holding the rendered diagnostic (source line, caret, help).
 pub fn compile(text: &str, seed: u64) -> Result<Compiled, Failure> {
-    let cx = BuildContext { seed, vocab: None };
-    sieve_dsl::compile(text, &registry(), &cx).map_err(|d| Failure::Pipeline(d.render(text)))
+    compile_with(text, &BuildContext { seed, vocab: None })
+}
+
+/// Compiles `text` with a build context (a model's vocabulary, for stages that resolve token
+/// text).
+///
+/// # Errors
+/// [`Failure::Pipeline`] with the rendered diagnostic.
+pub fn compile_with(text: &str, cx: &BuildContext<'_>) -> Result<Compiled, Failure> {
+    sieve_dsl::compile(text, &registry(), cx).map_err(|d| Failure::Pipeline(d.render(text)))
 }

@@ -279,7 +279,6 @@ const GENERATE_SCHEMA: &str = r#"{"type": "object", "properties": {"n": {"type":
 /// compact schema keeps the output (33 characters at most) well inside the smallest
 /// fixture context (64 tokens).
 #[test]
-#[ignore = "needs sieve generate"]
 fn generate_with_a_json_schema_emits_valid_json() {
     let pipeline = format!("grammar(json_schema='{GENERATE_SCHEMA}') | dist");
     for model in ["llama-f32-linear", "qwen2-bias"] {

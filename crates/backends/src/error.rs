@@ -1,0 +1,156 @@
+//! The one error type of `sieve-backends`.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while loading a model directory, running the model or
+/// generating text.
+///
+/// Messages name the file and, for weights, the tensor with the expected and found shape or
+/// dtype, so the command line can print them as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file the model directory must have is not there.
+    #[error("missing file {}", path.display())]
+    MissingFile {
+        /// The path looked for.
+        path: PathBuf,
+    },
+    /// A file exists but could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A JSON file is not valid JSON, or a field has the wrong type.
+    #[error("{}: {}{message}", path.display(), field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The path of the offending field (`rope_scaling.factor`), when known.
+        field: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+    /// `config.json` names no architecture this crate implements.
+    #[error("{}: unknown architecture {found}; supported: {}", path.display(), supported.join(", "))]
+    UnknownArchitecture {
+        /// The config file.
+        path: PathBuf,
+        /// What the file names (`architectures`, else `model_type`).
+        found: String,
+        /// The architectures this crate implements.
+        supported: Vec<&'static str>,
+    },
+    /// `config.json` parses but describes a model this crate cannot build.
+    #[error("{}: {message}", path.display())]
+    InvalidConfig {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong (names the field).
+        message: String,
+    },
+    /// A safetensors file (or its index) is truncated or corrupt.
+    #[error("{}: not a valid safetensors file: {message}", path.display())]
+    Safetensors {
+        /// The file.
+        path: PathBuf,
+        /// What the parser found wrong.
+        message: String,
+    },
+    /// A weight the architecture needs is not in the checkpoint.
+    #[error("{}: missing tensor `{name}`", path.display())]
+    MissingTensor {
+        /// The file where it should be (the shard the index names, or the single file).
+        path: PathBuf,
+        /// The tensor name (Hugging Face naming).
+        name: String,
+    },
+    /// A weight has another shape than the config implies.
+    #[error("{}: tensor `{name}` has shape {found:?}, expected {expected:?}", path.display())]
+    TensorShape {
+        /// The file holding it.
+        path: PathBuf,
+        /// The tensor name.
+        name: String,
+        /// The shape the config implies.
+        expected: Vec<usize>,
+        /// The shape in the file.
+        found: Vec<usize>,
+    },
+    /// A weight is stored in a dtype this crate does not convert.
+    #[error("{}: tensor `{name}` has dtype {found}, expected F32, F16 or BF16", path.display())]
+    TensorDtype {
+        /// The file holding it.
+        path: PathBuf,
+        /// The tensor name.
+        name: String,
+        /// The dtype in the file.
+        found: String,
+    },
+    /// `tokenizer.json` could not be loaded, or encoding/decoding failed.
+    #[error("{}: tokenizer: {message}", path.display())]
+    Tokenizer {
+        /// The tokenizer file.
+        path: PathBuf,
+        /// The tokenizers crate's message.
+        message: String,
+    },
+    /// A backend name that is not `ndarray`, `flex` or `cuda`.
+    #[error("unknown backend `{name}`; expected one of: ndarray, flex, cuda")]
+    UnknownBackend {
+        /// The name given.
+        name: String,
+    },
+    /// A backend that this build or this machine cannot run.
+    #[error("backend `{backend}` is unavailable: {reason}")]
+    BackendUnavailable {
+        /// The backend asked for.
+        backend: &'static str,
+        /// Why (not compiled in, no driver, no device).
+        reason: String,
+    },
+    /// The backend failed while computing or reading back a tensor.
+    #[error("backend error: {message}")]
+    Backend {
+        /// What the backend reported.
+        message: String,
+    },
+    /// A token id at or above the model's vocabulary size was fed to the model.
+    #[error("token id {token} is out of range for a vocabulary of {vocab_size}")]
+    TokenOutOfRange {
+        /// The id.
+        token: u32,
+        /// The model's vocabulary size.
+        vocab_size: usize,
+    },
+    /// No token was given where at least one is needed.
+    #[error("the prompt has no token")]
+    EmptyPrompt,
+    /// More tokens than the model's context holds.
+    #[error("{tokens} tokens exceed the model's context of {context}")]
+    ContextOverflow {
+        /// The number of tokens that would be in the context.
+        tokens: usize,
+        /// The context length (`max_position_embeddings`).
+        context: usize,
+    },
+    /// An empty stop string (it would stop before the first character).
+    #[error("stop strings must not be empty")]
+    EmptyStop,
+    /// A logits vector of another length than the vocabulary the loop was set up with.
+    #[error("the logits source returned {found} logits, expected {expected}")]
+    LogitsLength {
+        /// The vocabulary size.
+        expected: usize,
+        /// The length returned.
+        found: usize,
+    },
+    /// The sampler pipeline failed.
+    #[error("sampling: {0}")]
+    Sampling(#[from] sieve_core::Error),
+}
+
+/// Result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,242 @@
+//! The generation loop: prefill, then sample / accept / stop-check / stream, one token at a
+//! time.
+
+use std::time::{Duration, Instant};
+
+use sieve_core::{Candidates, Context, Pipeline, Vocab};
+
+use super::detok::IncrementalDecoder;
+use super::source::{Detokenize, LogitsSource};
+use super::stats::{FinishReason, GenerationStats};
+use super::stop::StopStrings;
+use crate::{Error, Result};
+
+/// What to generate besides the prompt.
+///
+/// The default generates until an EOS id, a stop string or the end of the context
+/// (`max_tokens = usize::MAX`), with no EOS id, no stop string, no vocabulary, and the prompt
+/// accepted by the pipeline.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions<'a> {
+    /// The most tokens to generate (an EOS token counts). 0 generates nothing.
+    pub max_tokens: usize,
+    /// Stop strings (see [`super::StopStrings`] for the matching rules).
+    pub stop: Vec<String>,
+    /// End-of-sequence ids: choosing one ends the generation (its text is not emitted).
+    pub eos: Vec<u32>,
+    /// The vocabulary, passed to the stages in their [`Context`].
+    pub vocab: Option<&'a Vocab>,
+    /// Whether every prompt token is passed to [`Pipeline::accept`] before the first step,
+    /// as llama.cpp does, so that stateful stages (penalties with their own window, DRY)
+    /// count the prompt. Stages also see the prompt in [`Context::history`] either way.
+    pub accept_prompt: bool,
+}
+
+impl Default for GenerateOptions<'_> {
+    fn default() -> Self {
+        GenerateOptions {
+            max_tokens: usize::MAX,
+            stop: Vec::new(),
+            eos: Vec::new(),
+            vocab: None,
+            accept_prompt: true,
+        }
+    }
+}
+
+/// The result of [`generate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// The text emitted through the callback, concatenated.
+    pub text: String,
+    /// The generated token ids (the EOS or stop-completing token included).
+    pub tokens: Vec<u32>,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// Timings.
+    pub stats: GenerationStats,
+}
+
+/// Text decoded but not yet emitted, and what was emitted.
+struct Stream<'f> {
+    pending: String,
+    emitted: String,
+    on_text: &'f mut dyn FnMut(&str),
+}
+
+impl Stream<'_> {
+    fn emit(&mut self, text: &str) {
+        if !text.is_empty() {
+            (self.on_text)(text);
+            self.emitted.push_str(text);
+        }
+    }
+
+    /// Adds `delta`; emits what can no longer be part of a stop string. Returns `true` when a
+    /// stop string is complete (the text before it is emitted, the rest dropped).
+    fn push(&mut self, delta: &str, stops: &StopStrings) -> bool {
+        self.pending.push_str(delta);
+        if let Some(m) = stops.find(&self.pending) {
+            let before = self.pending[..m.start].to_string();
+            self.emit(&before);
+            self.pending.clear();
+            return true;
+        }
+        let keep = stops.partial_len(&self.pending);
+        let ready = self.pending.len() - keep;
+        let out: String = self.pending.drain(..ready).collect();
+        self.emit(&out);
+        false
+    }
+
+    /// Emits everything held back (the generation is over, so no stop string can complete).
+    fn finish(&mut self) {
+        let rest = std::mem::take(&mut self.pending);
+        self.emit(&rest);
+    }
+}
+
+/// Generates text after `prompt`.
+///
+/// Steps:
+/// 1. `source` is reset and `pipeline` is reset (random stages restart from their seeds);
+///    the prompt goes into the history, and into [`Pipeline::accept`] token by token when
+///    [`GenerateOptions::accept_prompt`] is set.
+/// 2. Prefill: the whole prompt in one [`LogitsSource::next_logits`] call.
+/// 3. Each step loads the logits into [`Candidates`], runs the pipeline with a [`Context`]
+///    (history, prompt length, vocabulary, step index), passes the chosen token to
+///    [`Pipeline::accept`] and appends it to the history.
+/// 4. The token ends the generation if it is an EOS id ([`FinishReason::Eos`]); otherwise its
+///    text is decoded incrementally (complete UTF-8 only), searched for stop strings
+///    ([`FinishReason::Stop`]), and streamed through `on_text` except the longest ending that
+///    may still become a stop string. After `max_tokens` tokens, or when the context is
+///    full, it ends with [`FinishReason::Length`].
+/// 5. Anything held back is emitted at the end (unless a stop string cut it).
+///
+/// # Errors
+/// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] (the prompt does not fit),
+/// [`Error::EmptyStop`], [`Error::LogitsLength`], [`Error::Sampling`] (a stage failed), and
+/// whatever `source` or `detokenizer` return.
+pub fn generate(
+    source: &mut dyn LogitsSource,
+    detokenizer: &dyn Detokenize,
+    pipeline: &mut Pipeline,
+    prompt: &[u32],
+    options: &GenerateOptions<'_>,
+    on_text: &mut dyn FnMut(&str),
+) -> Result<Generation> {
+    let start = Instant::now();
+    let stops = StopStrings::new(&options.stop)?;
+    if prompt.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    let context = source.context_len();
+    if prompt.len() > context {
+        return Err(Error::ContextOverflow {
+            tokens: prompt.len(),
+            context,
+        });
+    }
+    source.reset();
+    pipeline.reset();
+    if options.accept_prompt {
+        for &t in prompt {
+            pipeline.accept(t);
+        }
+    }
+    let mut stats = GenerationStats {
+        prompt_tokens: prompt.len(),
+        ..Default::default()
+    };
+    let mut stream = Stream {
+        pending: String::new(),
+        emitted: String::new(),
+        on_text,
+    };
+    let mut history = prompt.to_vec();
+    if options.max_tokens == 0 {
+        stats.total_time = start.elapsed();
+        return Ok(Generation {
+            text: String::new(),
+            tokens: Vec::new(),
+            finish: FinishReason::Length,
+            stats,
+        });
+    }
+    let mut decoder = IncrementalDecoder::new(detokenizer, prompt)?;
+    let vocab_size = source.vocab_size();
+
+    let t = Instant::now();
+    let mut logits = source.next_logits(prompt)?;
+    stats.prefill_time = t.elapsed();
+
+    let mut candidates = Candidates::new();
+    let mut first_at: Option<Instant> = None;
+    let mut sampling = Duration::ZERO;
+    let mut forward = Duration::ZERO;
+    let finish = loop {
+        if logits.len() != vocab_size {
+            return Err(Error::LogitsLength {
+                expected: vocab_size,
+                found: logits.len(),
+            });
+        }
+        let t = Instant::now();
+        candidates.load_owned(std::mem::take(&mut logits));
+        let cx = Context {
+            history: &history,
+            prompt_len: prompt.len(),
+            vocab: options.vocab,
+            step: history.len() - prompt.len(),
+        };
+        let token = pipeline.sample(&mut candidates, &cx)?;
+        pipeline.accept(token);
+        sampling += t.elapsed();
+        history.push(token);
+        let now = Instant::now();
+        let first = *first_at.get_or_insert_with(|| {
+            stats.time_to_first_token = now - start;
+            now
+        });
+        stats.decode_time = now - first;
+
+        if options.eos.contains(&token) {
+            break FinishReason::Eos;
+        }
+        let delta = decoder.step(detokenizer, &history)?;
+        if stream.push(&delta, &stops) {
+            break FinishReason::Stop;
+        }
+        if history.len() - prompt.len() >= options.max_tokens || history.len() >= context {
+            break FinishReason::Length;
+        }
+        let t = Instant::now();
+        logits = source.next_logits(&[token])?;
+        forward += t.elapsed();
+    };
+
+    let mut finish = finish;
+    if finish != FinishReason::Stop {
+        let end = if finish == FinishReason::Eos {
+            history.len() - 1
+        } else {
+            history.len()
+        };
+        let rest = decoder.flush(detokenizer, &history[..end])?;
+        if stream.push(&rest, &stops) {
+            finish = FinishReason::Stop;
+        } else {
+            stream.finish();
+        }
+    }
+    stats.generated_tokens = history.len() - prompt.len();
+    stats.sampling_time = sampling;
+    stats.decode_forward_time = forward;
+    stats.total_time = start.elapsed();
+    Ok(Generation {
+        text: stream.emitted,
+        tokens: history[prompt.len()..].to_vec(),
+        finish,
+        stats,
+    })
+}

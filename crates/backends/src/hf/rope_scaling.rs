@@ -1,0 +1,218 @@
+//! The RoPE fields of `config.json`: `rope_theta` and `rope_scaling` (transformers 4.x) or
+//! `rope_parameters` (transformers 5), read into a [`RopeScaling`].
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+/// How RoPE frequencies are rescaled for longer contexts (transformers'
+/// `ROPE_INIT_FUNCTIONS`); the attention factor of these kinds is always 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RopeScaling {
+    /// Plain RoPE (`rope_scaling` absent, `null`, or of type `default`).
+    None,
+    /// `linear`: every inverse frequency is divided by `factor` (positions are interpolated).
+    Linear {
+        /// The divisor.
+        factor: f64,
+    },
+    /// `llama3` (Llama 3.1/3.2): low frequencies divided by `factor`, high ones kept, the band
+    /// between smoothly interpolated.
+    Llama3 {
+        /// Divisor of the low frequencies.
+        factor: f64,
+        /// Wavelengths above `original_max_position_embeddings / low_freq_factor` are scaled.
+        low_freq_factor: f64,
+        /// Wavelengths below `original_max_position_embeddings / high_freq_factor` are kept.
+        high_freq_factor: f64,
+        /// The context length the model was pre-trained with.
+        original_max_position_embeddings: f64,
+    },
+}
+
+const SUPPORTED: &str = "default, linear, llama3";
+
+/// Reads `(rope_theta, scaling)`; `rope_parameters` wins over the 4.x fields when present.
+pub(crate) fn parse_rope(
+    path: &Path,
+    rope_theta: Option<f64>,
+    rope_scaling: Option<&Value>,
+    rope_parameters: Option<&Value>,
+) -> Result<(f64, RopeScaling)> {
+    let (theta, scaling) = match rope_parameters {
+        Some(Value::Object(map)) => {
+            let theta = match map.get("rope_theta") {
+                Some(v) => Some(number(path, "rope_parameters.rope_theta", v)?),
+                None => rope_theta,
+            };
+            (theta, scaling_of(path, "rope_parameters", map)?)
+        }
+        Some(Value::Null) | None => {
+            let scaling = match rope_scaling {
+                Some(Value::Object(map)) => scaling_of(path, "rope_scaling", map)?,
+                Some(Value::Null) | None => RopeScaling::None,
+                Some(_) => return Err(type_error(path, "rope_scaling", "an object or null")),
+            };
+            (rope_theta, scaling)
+        }
+        Some(_) => return Err(type_error(path, "rope_parameters", "an object or null")),
+    };
+    let theta = theta.unwrap_or(10000.0);
+    if !(theta.is_finite() && theta > 0.0) {
+        return Err(invalid(
+            path,
+            format!("`rope_theta` ({theta}) must be positive"),
+        ));
+    }
+    Ok((theta, scaling))
+}
+
+fn type_error(path: &Path, field: &str, expected: &str) -> Error {
+    Error::Json {
+        path: path.to_path_buf(),
+        field: Some(field.to_string()),
+        message: format!("expected {expected}"),
+    }
+}
+
+fn invalid(path: &Path, message: String) -> Error {
+    Error::InvalidConfig {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+fn number(path: &Path, field: &str, v: &Value) -> Result<f64> {
+    v.as_f64()
+        .ok_or_else(|| type_error(path, field, "a number"))
+}
+
+fn scaling_of(
+    path: &Path,
+    field: &str,
+    map: &serde_json::Map<String, Value>,
+) -> Result<RopeScaling> {
+    let kind = match map.get("rope_type").or_else(|| map.get("type")) {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(type_error(path, &format!("{field}.rope_type"), "a string")),
+        None => "default",
+    };
+    let get = |name: &str| -> Result<f64> {
+        let full = format!("{field}.{name}");
+        let v = map
+            .get(name)
+            .ok_or_else(|| invalid(path, format!("`{full}` is required for `{kind}` scaling")))?;
+        let x = number(path, &full, v)?;
+        if !(x.is_finite() && x > 0.0) {
+            return Err(invalid(path, format!("`{full}` ({x}) must be positive")));
+        }
+        Ok(x)
+    };
+    match kind {
+        "default" => Ok(RopeScaling::None),
+        "linear" => Ok(RopeScaling::Linear {
+            factor: get("factor")?,
+        }),
+        "llama3" => {
+            let scaling = RopeScaling::Llama3 {
+                factor: get("factor")?,
+                low_freq_factor: get("low_freq_factor")?,
+                high_freq_factor: get("high_freq_factor")?,
+                original_max_position_embeddings: get("original_max_position_embeddings")?,
+            };
+            if let RopeScaling::Llama3 {
+                low_freq_factor,
+                high_freq_factor,
+                ..
+            } = scaling
+            {
+                if low_freq_factor >= high_freq_factor {
+                    return Err(invalid(
+                        path,
+                        format!("`{field}.low_freq_factor` must be below `high_freq_factor`"),
+                    ));
+                }
+            }
+            Ok(scaling)
+        }
+        other => Err(invalid(
+            path,
+            format!("`{field}` type `{other}` is not supported (supported: {SUPPORTED})"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p() -> &'static Path {
+        Path::new("config.json")
+    }
+
+    #[test]
+    fn absent_or_null_scaling_is_plain_rope() {
+        assert_eq!(
+            parse_rope(p(), None, None, None).unwrap(),
+            (10000.0, RopeScaling::None)
+        );
+        let null = Value::Null;
+        assert_eq!(
+            parse_rope(p(), Some(5e5), Some(&null), None).unwrap(),
+            (5e5, RopeScaling::None)
+        );
+    }
+
+    #[test]
+    fn llama3_and_linear_are_read_with_either_type_key() {
+        let v = json!({"rope_type": "llama3", "factor": 32, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192});
+        let (_, s) = parse_rope(p(), Some(5e5), Some(&v), None).unwrap();
+        assert_eq!(
+            s,
+            RopeScaling::Llama3 {
+                factor: 32.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_position_embeddings: 8192.0
+            }
+        );
+        let v = json!({"type": "linear", "factor": 2.0});
+        assert_eq!(
+            parse_rope(p(), None, Some(&v), None).unwrap().1,
+            RopeScaling::Linear { factor: 2.0 }
+        );
+    }
+
+    #[test]
+    fn transformers_5_rope_parameters_are_read() {
+        let v = json!({"rope_type": "default", "rope_theta": 1e6});
+        assert_eq!(
+            parse_rope(p(), None, None, Some(&v)).unwrap(),
+            (1e6, RopeScaling::None)
+        );
+    }
+
+    #[test]
+    fn unsupported_or_malformed_scaling_is_an_error() {
+        let v = json!({"rope_type": "yarn", "factor": 4.0});
+        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        assert!(
+            e.to_string().contains("yarn") && e.to_string().contains(SUPPORTED),
+            "{e}"
+        );
+        let v = json!({"rope_type": "linear", "factor": "2"});
+        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        assert!(e.to_string().contains("rope_scaling.factor"), "{e}");
+        let v = json!({"rope_type": "llama3", "factor": 8.0});
+        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        assert!(e.to_string().contains("low_freq_factor"), "{e}");
+        let v = json!({"rope_type": "linear", "factor": 0});
+        assert!(parse_rope(p(), None, Some(&v), None).is_err());
+        assert!(parse_rope(p(), Some(-1.0), None, None).is_err());
+        assert!(parse_rope(p(), None, Some(&json!(3)), None).is_err());
+    }
+}

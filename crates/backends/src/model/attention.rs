@@ -1,0 +1,89 @@
+//! Multi-head self-attention with grouped-query heads (GQA, Ainslie et al. 2023,
+//! arXiv:2305.13245), RoPE on queries and keys, a KV cache, and a causal (optionally sliding)
+//! mask — transformers' `LlamaAttention` / `MistralAttention` / `Qwen2Attention`.
+//!
+//! GQA without copying keys: query head `h` uses key/value head `h / groups` (transformers'
+//! `repeat_kv` order), so the `[heads, n, d]` queries are viewed as `[kv_heads, groups·n, d]`
+//! and multiplied by each key/value head once.
+
+use burn_tensor::activation::softmax;
+use burn_tensor::backend::Backend;
+use burn_tensor::Tensor;
+
+use super::cache::LayerCache;
+use super::linear::Linear;
+use super::loader::Loader;
+use super::mask::{attention_mask, needs_mask};
+use super::rope::RopeTables;
+use crate::hf::ModelConfig;
+use crate::Result;
+
+/// The attention sublayer of one decoder layer (`model.layers.{i}.self_attn`).
+#[derive(Debug, Clone)]
+pub struct Attention<B: Backend> {
+    q_proj: Linear<B>,
+    k_proj: Linear<B>,
+    v_proj: Linear<B>,
+    o_proj: Linear<B>,
+    num_heads: usize,
+    num_kv_heads: usize,
+    head_dim: usize,
+    window: Option<usize>,
+}
+
+impl<B: Backend> Attention<B> {
+    /// Loads `{prefix}.{q,k,v,o}_proj` for layer `layer` of `cfg`.
+    pub(crate) fn load(
+        w: &Loader<'_, B>,
+        prefix: &str,
+        cfg: &ModelConfig,
+        layer: usize,
+    ) -> Result<Self> {
+        let (h, kv, d) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let hidden = cfg.hidden_size;
+        Ok(Attention {
+            q_proj: Linear::load(w, &format!("{prefix}.q_proj"), hidden, h * d, cfg.qkv_bias)?,
+            k_proj: Linear::load(w, &format!("{prefix}.k_proj"), hidden, kv * d, cfg.qkv_bias)?,
+            v_proj: Linear::load(w, &format!("{prefix}.v_proj"), hidden, kv * d, cfg.qkv_bias)?,
+            o_proj: Linear::load(w, &format!("{prefix}.o_proj"), h * d, hidden, cfg.o_bias)?,
+            num_heads: h,
+            num_kv_heads: kv,
+            head_dim: d,
+            window: cfg.sliding_windows.get(layer).copied().flatten(),
+        })
+    }
+
+    /// Attends the `n` new positions (after `past` cached ones) to everything before them and
+    /// appends their keys and values to `cache`.
+    ///
+    /// # Shapes
+    /// `x`: `[n, hidden]` → `[n, hidden]`.
+    pub fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        past: usize,
+        rope: &RopeTables<B>,
+        cache: &mut LayerCache<B>,
+    ) -> Tensor<B, 2> {
+        let [n, _] = x.dims();
+        let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let groups = h / kv;
+        let device = x.device();
+        let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
+        let q = rope.apply(heads(self.q_proj.forward(x.clone()), h));
+        let k = rope.apply(heads(self.k_proj.forward(x.clone()), kv));
+        let v = heads(self.v_proj.forward(x), kv);
+        let (k, v) = cache.append(k, v);
+
+        let scale = (d as f64).powf(-0.5);
+        let q = q.reshape([kv, groups * n, d]).mul_scalar(scale);
+        let mut scores = q.matmul(k.swap_dims(1, 2)); // [kv, groups·n, past + n]
+        if needs_mask(past, n, self.window) {
+            scores = scores + attention_mask::<B>(past, n, groups, self.window, &device);
+        }
+        let probs = softmax(scores, 2);
+        let out = probs.matmul(v); // [kv, groups·n, d]
+        let out = out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d]);
+        self.o_proj.forward(out)
+    }
+}

@@ -1,0 +1,115 @@
+//! Shared helpers of the integration tests: the committed fixtures made by
+//! `tools/make_fixtures.py`, and a greedy stage.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use sieve_core::{Candidates, Context, Error as CoreError, Pipeline, Sampler};
+
+/// Every fixture directory name.
+pub const FIXTURES: [&str; 4] = [
+    "llama-gqa-tied",
+    "llama-f32-linear",
+    "qwen2-bias",
+    "mistral-window-sharded",
+];
+
+/// The tolerance the logits must meet (max absolute difference).
+pub const TOLERANCE: f32 = 1e-4;
+
+/// `tests/fixtures/models/<name>` at the workspace root.
+pub fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/models")
+        .join(name)
+}
+
+/// The greedy continuation transformers produced.
+#[derive(Debug, Deserialize)]
+pub struct Greedy {
+    pub prompt_tokens: usize,
+    pub max_new_tokens: usize,
+    pub tokens: Vec<u32>,
+}
+
+/// `expected.json` of a fixture.
+#[derive(Debug, Deserialize)]
+pub struct Expected {
+    pub tokens: Vec<u32>,
+    pub shape: [usize; 2],
+    pub greedy: Greedy,
+}
+
+/// A fixture's expected values: the input, and the logits per position.
+pub struct Fixture {
+    pub dir: PathBuf,
+    pub expected: Expected,
+    pub logits: Vec<Vec<f32>>,
+}
+
+/// Reads the fixture `name`.
+pub fn fixture(name: &str) -> Fixture {
+    let dir = fixture_dir(name);
+    let expected: Expected =
+        serde_json::from_slice(&std::fs::read(dir.join("expected.json")).unwrap()).unwrap();
+    let raw = std::fs::read(dir.join("logits.f32")).unwrap();
+    let flat: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let [rows, vocab] = expected.shape;
+    assert_eq!(
+        flat.len(),
+        rows * vocab,
+        "{name}: logits.f32 does not match the shape"
+    );
+    assert_eq!(rows, expected.tokens.len());
+    let logits = flat.chunks_exact(vocab).map(<[f32]>::to_vec).collect();
+    Fixture {
+        dir,
+        expected,
+        logits,
+    }
+}
+
+/// The largest absolute difference between two logits vectors of one length.
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// Selects the first candidate with the largest logit (the lowest id on ties), as
+/// transformers' greedy search (`argmax`) does.
+pub struct Argmax;
+
+impl Sampler for Argmax {
+    fn name(&self) -> &str {
+        "argmax"
+    }
+
+    fn apply(&mut self, c: &mut Candidates, _cx: &Context<'_>) -> Result<(), CoreError> {
+        let mut best: Option<(usize, u32, f32)> = None;
+        for (pos, (id, logit)) in c.iter().enumerate() {
+            let better = match best {
+                None => true,
+                Some((_, bid, bl)) => logit > bl || (logit == bl && id < bid),
+            };
+            if better {
+                best = Some((pos, id, logit));
+            }
+        }
+        if let Some((pos, _, _)) = best {
+            c.select(pos);
+        }
+        Ok(())
+    }
+}
+
+/// A pipeline of [`Argmax`] alone.
+pub fn greedy_pipeline() -> Pipeline {
+    Pipeline::new(vec![Box::new(Argmax)])
+}

@@ -1,0 +1,167 @@
+//! The model's logits equal those transformers computed for every committed fixture, at every
+//! position, on every CPU backend; decoding with the KV cache equals recomputing.
+
+mod common;
+
+use common::{fixture, greedy_pipeline, max_abs_diff, FIXTURES, TOLERANCE};
+use sieve_backends::{generate, BackendKind, GenerateOptions, LoadedModel, ModelDir};
+
+const CPU: [BackendKind; 2] = [BackendKind::Ndarray, BackendKind::Flex];
+
+fn load(name: &str, kind: BackendKind) -> LoadedModel {
+    ModelDir::open(common::fixture_dir(name))
+        .unwrap()
+        .load(kind)
+        .unwrap()
+}
+
+#[test]
+fn prefill_logits_match_transformers_at_every_position() {
+    for name in FIXTURES {
+        let f = fixture(name);
+        for kind in CPU {
+            let mut model = load(name, kind);
+            let got = model.forward_all(&f.expected.tokens).unwrap();
+            assert_eq!(got.len(), f.logits.len());
+            for (pos, (g, e)) in got.iter().zip(&f.logits).enumerate() {
+                let d = max_abs_diff(g, e);
+                assert!(
+                    d <= TOLERANCE,
+                    "{name} on {kind}: position {pos} differs by {d}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn decoding_with_the_cache_matches_transformers_and_a_full_recompute() {
+    for name in FIXTURES {
+        let f = fixture(name);
+        let tokens = &f.expected.tokens;
+        for kind in CPU {
+            let mut model = load(name, kind);
+            // Prefill a few tokens, then feed one at a time against the cache.
+            let split = 5;
+            let prefill = model.forward_all(&tokens[..split]).unwrap();
+            let mut decoded = prefill;
+            for &t in &tokens[split..] {
+                decoded.extend(model.forward_all(&[t]).unwrap());
+            }
+            let mut fresh = load(name, kind);
+            let full = fresh.forward_all(tokens).unwrap();
+            for pos in 0..tokens.len() {
+                let d = max_abs_diff(&decoded[pos], &full[pos]);
+                assert!(
+                    d <= TOLERANCE,
+                    "{name} on {kind}: cached position {pos} vs recompute: {d}"
+                );
+                let d = max_abs_diff(&decoded[pos], &f.logits[pos]);
+                assert!(
+                    d <= TOLERANCE,
+                    "{name} on {kind}: cached position {pos} vs transformers: {d}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn last_position_logits_equal_the_last_row_and_reset_starts_over() {
+    for name in FIXTURES {
+        let f = fixture(name);
+        let tokens = &f.expected.tokens;
+        let mut model = load(name, BackendKind::Flex);
+        let last = model.forward_last(tokens).unwrap();
+        assert!(
+            max_abs_diff(&last, f.logits.last().unwrap()) <= TOLERANCE,
+            "{name}"
+        );
+        sieve_backends::LogitsSource::reset(&mut model);
+        let again = model.forward_last(&tokens[..10]).unwrap();
+        assert!(max_abs_diff(&again, &f.logits[9]) <= TOLERANCE, "{name}");
+    }
+}
+
+#[test]
+fn greedy_generation_reproduces_transformers_generate() {
+    for name in FIXTURES {
+        let f = fixture(name);
+        let dir = ModelDir::open(&f.dir).unwrap();
+        let tokenizer = dir.tokenizer().unwrap();
+        let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
+        for kind in CPU {
+            let mut model = dir.load(kind).unwrap();
+            let g = &f.expected.greedy;
+            let options = GenerateOptions {
+                max_tokens: g.max_new_tokens,
+                eos: dir.eos_ids(),
+                vocab: Some(&vocab),
+                ..GenerateOptions::default()
+            };
+            let mut pipeline = greedy_pipeline();
+            let out = generate(
+                &mut model,
+                &tokenizer,
+                &mut pipeline,
+                &f.expected.tokens[..g.prompt_tokens],
+                &options,
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(out.tokens, g.tokens, "{name} on {kind}");
+        }
+    }
+}
+
+/// A copy of fixture `name` with its config edited.
+fn edited(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> (tempfile::TempDir, ModelDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(common::fixture_dir(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    let path = tmp.path().join("config.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let dir = ModelDir::open(tmp.path()).unwrap();
+    (tmp, dir)
+}
+
+/// An edit of a fixture's `config.json`.
+type ConfigEdit = fn(&mut serde_json::Value);
+
+/// Each fixture exercises its feature: without it, the logits move far past the tolerance.
+#[test]
+fn every_fixture_feature_changes_the_logits() {
+    let cases: [(&str, &str, ConfigEdit); 4] = [
+        ("llama-gqa-tied", "llama3 rope scaling", |v| {
+            v["rope_scaling"] = serde_json::Value::Null
+        }),
+        ("llama-f32-linear", "linear rope scaling", |v| {
+            v["rope_scaling"] = serde_json::Value::Null
+        }),
+        ("mistral-window-sharded", "sliding window", |v| {
+            v["sliding_window"] = serde_json::Value::Null
+        }),
+        ("qwen2-bias", "rope theta", |v| {
+            v["rope_theta"] = serde_json::json!(10000.0)
+        }),
+    ];
+    for (name, feature, edit) in cases {
+        let f = fixture(name);
+        let (_tmp, dir) = edited(name, edit);
+        let mut model = dir.load(BackendKind::Flex).unwrap();
+        let got = model.forward_all(&f.expected.tokens).unwrap();
+        let worst = got
+            .iter()
+            .zip(&f.logits)
+            .map(|(g, e)| max_abs_diff(g, e))
+            .fold(0.0, f32::max);
+        assert!(
+            worst > 100.0 * TOLERANCE,
+            "{name}: without {feature} the logits moved only {worst}"
+        );
+    }
+}

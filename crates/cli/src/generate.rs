@@ -1,0 +1,250 @@
+//! `sieve generate`: run a model with a sampler pipeline, streaming text as it arrives.
+//!
+//! - The prompt is encoded with the tokenizer's special tokens (BOS for Llama, as transformers
+//!   does). Prompt tokens are the start of the history every stage sees, and are passed to
+//!   every stage's `accept` before the first step: penalties, DRY and n-gram bans include the
+//!   prompt (as llama.cpp's server and HF do).
+//! - Without `--sampler`: the sampling defaults of `generation_config.json` (see
+//!   [`default_pipeline`]), else `top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)`.
+//! - Stops at an EOS id (from `generation_config.json`, else `config.json`), at any `--stop`
+//!   string (never printed, nor any text that may still become one), after `-n` tokens, or at
+//!   the end of the model's context (finish reason `length`).
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use sieve_backends::{generate, GenerateOptions, Generation, GenerationConfig, GenerationStats};
+use sieve_core::BuildContext;
+
+use crate::args::PluginArgs;
+use crate::error::Failure;
+use crate::{model, pipeline};
+
+/// The pipeline used when neither `--sampler` nor `generation_config.json` says otherwise.
+pub const FALLBACK_PIPELINE: &str = "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)";
+/// Tokens generated when `-n` is not given and the generation config has no `max_new_tokens`.
+pub const DEFAULT_MAX_TOKENS: usize = 128;
+
+/// `sieve generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json); without
+    /// it, a tiny random model embedded in sieve (its text is noise: it is there to try the
+    /// command line)
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
+    /// The prompt
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: String,
+    /// The sampler pipeline (default: from generation_config.json, else
+    /// "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)")
+    #[arg(long, short = 's', value_name = "PIPELINE")]
+    pub sampler: Option<String>,
+    /// Seed of the random stages whose seed is -1 (default: random, printed with --stats/--json)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Most tokens to generate
+    #[arg(long = "max-tokens", short = 'n', value_name = "N")]
+    pub max_tokens: Option<usize>,
+    /// Stop when the text contains this string (repeatable); it is not printed
+    #[arg(long, value_name = "S")]
+    pub stop: Vec<String>,
+    /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
+    /// Print prompt tokens, time to first token, prefill and decode tokens/s to stderr
+    #[arg(long)]
+    pub stats: bool,
+    /// Print one JSON object at the end instead of streaming text
+    #[arg(long)]
+    pub json: bool,
+    /// Plugin libraries.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
+
+/// The pipeline `generation_config.json` asks for, in transformers' order (repetition
+/// penalty, temperature, top-k, top-p, min-p); `greedy` when `do_sample` is false; `None`
+/// when it sets none of these.
+pub fn default_pipeline(config: &GenerationConfig) -> Option<String> {
+    if config.do_sample == Some(false) {
+        return Some("greedy".to_string());
+    }
+    let mut stages = Vec::new();
+    if let Some(r) = config.repetition_penalty.filter(|&r| r != 1.0) {
+        stages.push(format!("penalty(repeat={r:?}, last_n=4294967295)"));
+    }
+    if let Some(t) = config.temperature {
+        stages.push(format!("temp({t:?})"));
+    }
+    if let Some(k) = config.top_k {
+        stages.push(format!("top_k({k})"));
+    }
+    if let Some(p) = config.top_p {
+        stages.push(format!("top_p({p:?})"));
+    }
+    if let Some(p) = config.min_p {
+        stages.push(format!("min_p({p:?})"));
+    }
+    (!stages.is_empty()).then(|| stages.join(" | "))
+}
+
+/// Runs the command, streaming text to `out`.
+///
+/// # Errors
+/// Usage: bad flags, model directory or pipeline, a prompt longer than the context; runtime:
+/// a model or stage failure.
+pub fn run(args: &GenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let backend = model::backend(args.backend.as_deref())?;
+    let mut open = model::open(args.model.as_deref(), backend)?;
+    let prompt = model::prompt_tokens(&open, Some(&args.prompt), None)?;
+    let context = open.dir.config().max_position_embeddings;
+    if prompt.len() > context {
+        return Err(Failure::usage(format!(
+            "the prompt is {} tokens, longer than the model's context of {context}",
+            prompt.len()
+        )));
+    }
+    let seed = args.seed.unwrap_or_else(crate::apply::random_seed);
+    let text = match &args.sampler {
+        Some(text) => text.clone(),
+        None => {
+            default_pipeline(open.dir.generation()).unwrap_or_else(|| FALLBACK_PIPELINE.to_string())
+        }
+    };
+    let cx = BuildContext {
+        seed,
+        vocab: Some(&open.vocab),
+    };
+    let mut compiled = pipeline::compile_with(&text, &cx)?;
+    let max_tokens = args
+        .max_tokens
+        .or(open.dir.generation().max_new_tokens.map(|n| n as usize))
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let options = GenerateOptions {
+        max_tokens,
+        stop: args.stop.clone(),
+        eos: open.dir.eos_ids(),
+        vocab: Some(&open.vocab),
+        accept_prompt: true,
+    };
+    let mut write_error = None;
+    let mut on_text = |piece: &str| {
+        if !args.json && write_error.is_none() {
+            if let Err(e) = out.write_all(piece.as_bytes()).and_then(|()| out.flush()) {
+                write_error = Some(e);
+            }
+        }
+    };
+    let generation = generate(
+        &mut open.model,
+        &open.tokenizer,
+        &mut compiled.pipeline,
+        &prompt,
+        &options,
+        &mut on_text,
+    )
+    .map_err(|e| match e {
+        sieve_backends::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        e => Failure::Runtime(anyhow::Error::new(e)),
+    })?;
+    if let Some(e) = write_error {
+        return Err(Failure::Output(e));
+    }
+    let sampler = compiled.spec.to_string();
+    if args.json {
+        let report = json!({
+            "text": generation.text,
+            "tokens": generation.tokens,
+            "finish_reason": generation.finish.as_str(),
+            "stats": stats_json(&generation.stats),
+            "seed": seed,
+            "sampler": sampler,
+            "backend": backend.name(),
+        });
+        writeln!(out, "{report}").map_err(Failure::Output)?;
+    } else {
+        writeln!(out).map_err(Failure::Output)?;
+    }
+    if args.stats {
+        eprint!(
+            "{}",
+            stats_text(&generation, &sampler, seed, backend.name())
+        );
+    }
+    Ok(())
+}
+
+/// The stats as JSON: counts, seconds and tokens per second.
+fn stats_json(stats: &GenerationStats) -> serde_json::Value {
+    json!({
+        "prompt_tokens": stats.prompt_tokens,
+        "generated_tokens": stats.generated_tokens,
+        "time_to_first_token_s": stats.time_to_first_token.as_secs_f64(),
+        "prefill_s": stats.prefill_time.as_secs_f64(),
+        "prefill_tokens_per_s": stats.prefill_tokens_per_second(),
+        "decode_tokens_per_s": stats.decode_tokens_per_second(),
+        "sampling_s": stats.sampling_time.as_secs_f64(),
+        "total_s": stats.total_time.as_secs_f64(),
+    })
+}
+
+/// `--stats` for people.
+fn stats_text(generation: &Generation, sampler: &str, seed: u64, backend: &str) -> String {
+    let s = &generation.stats;
+    let mut text = String::new();
+    let _ = writeln!(text, "sampler:        {sampler}");
+    let _ = writeln!(text, "seed:           {seed}");
+    let _ = writeln!(text, "backend:        {backend}");
+    let _ = writeln!(text, "prompt tokens:  {}", s.prompt_tokens);
+    let _ = writeln!(
+        text,
+        "generated:      {} tokens, finish reason {}",
+        s.generated_tokens,
+        generation.finish.as_str()
+    );
+    let _ = writeln!(
+        text,
+        "first token:    {:.1} ms",
+        s.time_to_first_token.as_secs_f64() * 1e3
+    );
+    let _ = writeln!(
+        text,
+        "prefill:        {:.1} tokens/s",
+        s.prefill_tokens_per_second()
+    );
+    let _ = writeln!(
+        text,
+        "decode:         {:.1} tokens/s",
+        s.decode_tokens_per_second()
+    );
+    let _ = writeln!(
+        text,
+        "sampling:       {:.1} µs per token",
+        s.sampling_time.as_secs_f64() * 1e6 / s.generated_tokens.max(1) as f64
+    );
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_config_defaults_become_a_pipeline_in_transformers_order() {
+        let mut config = GenerationConfig::default();
+        assert_eq!(default_pipeline(&config), None);
+        config.temperature = Some(0.6);
+        config.top_p = Some(0.9);
+        config.top_k = Some(50);
+        assert_eq!(
+            default_pipeline(&config).as_deref(),
+            Some("temp(0.6) | top_k(50) | top_p(0.9)")
+        );
+        config.do_sample = Some(false);
+        assert_eq!(default_pipeline(&config).as_deref(), Some("greedy"));
+    }
+}

@@ -1,0 +1,186 @@
+//! Opening the model a command runs on: a Hugging Face directory (`--model DIR`) or, for
+//! `generate` without one, the tiny model embedded in the binary; and `--backend`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer};
+use sieve_core::Vocab;
+
+use crate::error::{Failure, ResultExt};
+
+/// The backend used when `--backend` is not given: the faster CPU backend on the 135M-shaped
+/// benchmark (see the README's model section).
+pub const DEFAULT_BACKEND: BackendKind = BackendKind::Flex;
+
+/// The files of the embedded model: `tests/fixtures/models/llama-gqa-tied`, a 2-layer Llama with
+/// random weights and a 300-token BPE tokenizer (made by `tools/make_fixtures.py`). It lets
+/// `sieve generate` run on a fresh clone with no download; its text is random.
+const EMBEDDED: [(&str, &[u8]); 4] = [
+    (
+        "config.json",
+        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/config.json"),
+    ),
+    (
+        "generation_config.json",
+        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/generation_config.json"),
+    ),
+    (
+        "tokenizer.json",
+        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/tokenizer.json"),
+    ),
+    (
+        "model.safetensors",
+        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/model.safetensors"),
+    ),
+];
+
+/// A model ready to run: its directory, weights on a backend, tokenizer and vocabulary.
+pub struct OpenModel {
+    /// The directory (config, generation config).
+    pub dir: ModelDir,
+    /// The weights on the chosen backend.
+    pub model: LoadedModel,
+    /// The tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Every token's bytes and the EOS ids, for stages that need them.
+    pub vocab: Vocab,
+}
+
+/// Parses `--backend`.
+///
+/// # Errors
+/// Usage: an unknown name (the message lists the known ones).
+pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
+    match name {
+        None => Ok(DEFAULT_BACKEND),
+        Some(name) => name
+            .parse::<BackendKind>()
+            .map_err(|e| Failure::usage(format!("--backend: {e}"))),
+    }
+}
+
+/// Opens `dir` (or the embedded model when `None`) on `backend`.
+///
+/// # Errors
+/// Usage: a directory that is missing, malformed, or of an unsupported architecture, or a
+/// backend that cannot run here; runtime: weights that fail to load.
+pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failure> {
+    backend
+        .check_available()
+        .map_err(|e| Failure::usage(format!("--backend {}: {e}", backend.name())))?;
+    let path = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => embedded_dir().runtime()?,
+    };
+    let dir = ModelDir::open(&path)
+        .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
+    let tokenizer = dir
+        .tokenizer()
+        .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
+    let model = dir
+        .load(backend)
+        .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
+        .runtime()?;
+    let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
+    Ok(OpenModel {
+        dir,
+        model,
+        tokenizer,
+        vocab,
+    })
+}
+
+/// Writes the embedded model to a directory under the system's temporary directory (once per
+/// content) and returns it.
+fn embedded_dir() -> anyhow::Result<PathBuf> {
+    let hash = EMBEDDED
+        .iter()
+        .flat_map(|(_, bytes)| bytes.iter())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    let dir = std::env::temp_dir().join(format!("sieve-embedded-model-{hash:016x}"));
+    for (name, bytes) in EMBEDDED {
+        let path = dir.join(name);
+        if std::fs::read(&path).ok().as_deref() != Some(bytes) {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(dir)
+}
+
+/// Token ids of `--tokens 1,2,3`.
+///
+/// # Errors
+/// Usage: a value that is not a token id, or an empty list.
+pub fn parse_tokens(text: &str) -> Result<Vec<u32>, Failure> {
+    let ids = text
+        .split(',')
+        .enumerate()
+        .map(|(i, s)| {
+            s.trim().parse::<u32>().map_err(|_| {
+                Failure::usage(format!(
+                    "--tokens: value {} (`{}`) is not a token id",
+                    i + 1,
+                    s.trim()
+                ))
+            })
+        })
+        .collect::<Result<Vec<u32>, Failure>>()?;
+    if ids.is_empty() {
+        return Err(Failure::usage("--tokens: no token"));
+    }
+    Ok(ids)
+}
+
+/// The prompt's token ids (with the tokenizer's special tokens, such as BOS, as transformers
+/// adds them), or the ids given with `--tokens`.
+///
+/// # Errors
+/// Usage: a prompt the tokenizer cannot encode, an empty prompt, or ids beyond the vocabulary.
+pub fn prompt_tokens(
+    open: &OpenModel,
+    prompt: Option<&str>,
+    tokens: Option<&str>,
+) -> Result<Vec<u32>, Failure> {
+    let ids = match (prompt, tokens) {
+        (_, Some(tokens)) => parse_tokens(tokens)?,
+        (Some(prompt), None) => open
+            .tokenizer
+            .encode(prompt, true)
+            .map_err(|e| Failure::usage(format!("--prompt: {e}")))?,
+        (None, None) => return Err(Failure::usage("give --prompt TEXT or --tokens IDS")),
+    };
+    if ids.is_empty() {
+        return Err(Failure::usage("the prompt encodes to no token"));
+    }
+    let vocab = open.dir.config().vocab_size;
+    if let Some(&bad) = ids.iter().find(|&&t| t as usize >= vocab) {
+        return Err(Failure::usage(format!(
+            "token {bad} is beyond the vocabulary ({vocab} tokens)"
+        )));
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_parse_and_bad_ones_are_named() {
+        assert_eq!(parse_tokens("1, 2,3").ok(), Some(vec![1, 2, 3]));
+        let err = parse_tokens("1,x").unwrap_err();
+        assert!(err.message().contains("value 2 (`x`)"), "{}", err.message());
+    }
+
+    #[test]
+    fn the_embedded_model_is_written_once_and_opens() {
+        let dir = embedded_dir().unwrap();
+        assert!(dir.join("config.json").is_file());
+        assert_eq!(embedded_dir().unwrap(), dir);
+        ModelDir::open(&dir).unwrap();
+    }
+}

@@ -1,0 +1,305 @@
+//! Drives `sieve generate`, `sieve logits` and `sieve bench model` through the real binary, on
+//! the embedded model and the fixture models of `tests/fixtures/models`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+fn sieve(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_sieve"))
+        .args(args)
+        .output()
+        .expect("run sieve");
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().expect("sieve exited normally"),
+    }
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    let run = sieve(args);
+    assert_eq!(run.code, 0, "sieve {args:?} failed: {}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+}
+
+fn fixture(name: &str) -> String {
+    let dir: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "..",
+        "tests",
+        "fixtures",
+        "models",
+        name,
+    ]
+    .iter()
+    .collect();
+    dir.to_str().unwrap().to_string()
+}
+
+#[test]
+fn the_embedded_model_generates_reproducibly_with_a_seed() {
+    let args = [
+        "generate",
+        "--prompt",
+        "Once upon a time",
+        "-n",
+        "12",
+        "--seed",
+        "7",
+        "--json",
+    ];
+    let a = ok_json(&args);
+    let b = ok_json(&args);
+    assert_eq!(a["tokens"], b["tokens"]);
+    assert_eq!(a["text"], b["text"]);
+    let tokens = a["tokens"].as_array().unwrap();
+    assert!(!tokens.is_empty() && tokens.len() <= 12);
+    assert!(
+        ["eos", "length"].contains(&a["finish_reason"].as_str().unwrap()),
+        "{a}"
+    );
+    assert_eq!(a["seed"], 7);
+    assert!(a["stats"]["prompt_tokens"].as_u64().unwrap() > 1, "{a}");
+    assert_eq!(
+        a["stats"]["generated_tokens"].as_u64().unwrap() as usize,
+        tokens.len()
+    );
+    // With a flat enough distribution, other seeds draw other tokens.
+    let draws: Vec<Value> = ["1", "2", "3"]
+        .iter()
+        .map(|seed| {
+            ok_json(&[
+                "generate",
+                "--prompt",
+                "Once upon a time",
+                "-n",
+                "12",
+                "--sampler",
+                "temp(2.0) | dist",
+                "--seed",
+                seed,
+                "--json",
+            ])["tokens"]
+                .clone()
+        })
+        .collect();
+    assert!(draws.windows(2).any(|w| w[0] != w[1]), "{draws:?}");
+}
+
+#[test]
+fn greedy_streams_the_same_text_it_reports() {
+    let model = fixture("qwen2-bias");
+    let args = [
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "hello",
+        "-n",
+        "16",
+        "--sampler",
+        "greedy",
+    ];
+    let streamed = sieve(&args);
+    assert_eq!(streamed.code, 0, "{}", streamed.stderr);
+    let report = ok_json(&[&args[..], &["--json"]].concat());
+    assert_eq!(
+        streamed.stdout.trim_end_matches('\n'),
+        report["text"].as_str().unwrap()
+    );
+    assert_eq!(report["sampler"], "greedy");
+}
+
+#[test]
+fn a_stop_string_ends_generation_and_is_never_printed() {
+    let model = fixture("qwen2-bias");
+    let base = [
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "hello",
+        "-n",
+        "40",
+        "--sampler",
+        "greedy",
+        "--json",
+    ];
+    let full = ok_json(&base);
+    let text = full["text"].as_str().unwrap().to_string();
+    // A stop string from the middle of the greedy text: the text must end just before it.
+    let chars: Vec<char> = text.chars().collect();
+    assert!(
+        chars.len() >= 6,
+        "greedy text too short to test stops: {text:?}"
+    );
+    let stop: String = chars[chars.len() / 2..chars.len() / 2 + 2].iter().collect();
+    let stopped = ok_json(&[&base[..], &["--stop", &stop]].concat());
+    let cut = stopped["text"].as_str().unwrap();
+    assert_eq!(stopped["finish_reason"], "stop", "{stopped}");
+    assert!(
+        !cut.contains(&stop),
+        "{cut:?} contains the stop string {stop:?}"
+    );
+    assert_eq!(cut, &text[..text.find(&stop).unwrap()]);
+    let streamed = sieve(&[&base[..base.len() - 1], &["--stop", &stop]].concat());
+    assert_eq!(streamed.stdout.trim_end_matches('\n'), cut);
+}
+
+#[test]
+fn generation_stops_at_the_context_end() {
+    // llama-f32-linear has a 64-token context.
+    let model = fixture("llama-f32-linear");
+    let report = ok_json(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "hi",
+        "-n",
+        "1000",
+        "--sampler",
+        "logit_bias({2: -inf}) | greedy",
+        "--json",
+    ]);
+    assert_eq!(report["finish_reason"], "length", "{report}");
+    let prompt = report["stats"]["prompt_tokens"].as_u64().unwrap();
+    let generated = report["tokens"].as_array().unwrap().len() as u64;
+    assert_eq!(prompt + generated, 64, "{report}");
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    let long_prompt = "word ".repeat(400);
+    let model = fixture("llama-f32-linear");
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["generate", "--model", &model, "--prompt", &long_prompt],
+            "longer than the model's context",
+        ),
+        (
+            &["generate", "--prompt", "x", "--backend", "tpu"],
+            "--backend",
+        ),
+        (
+            &["generate", "--model", "/nonexistent/model", "--prompt", "x"],
+            "/nonexistent/model",
+        ),
+        (
+            &["generate", "--prompt", "x", "--sampler", "top_q(1)"],
+            "unknown stage",
+        ),
+        (&["generate", "--prompt", "x", "--stop", ""], "--stop"),
+        (
+            &["logits", "--model", &model, "--tokens", "1,x"],
+            "value 2 (`x`)",
+        ),
+    ];
+    for (args, needle) in cases {
+        let run = sieve(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn cuda_without_the_feature_or_a_gpu_is_a_clear_error() {
+    let run = sieve(&["generate", "--prompt", "x", "--backend", "cuda"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("cuda"), "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
+
+#[test]
+fn logits_match_the_transformers_fixture() {
+    // expected.json holds the tokens and the logits transformers computed at every position.
+    for model in ["llama-gqa-tied", "qwen2-bias"] {
+        let dir = fixture(model);
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{dir}/expected.json")).unwrap())
+                .unwrap();
+        let tokens: Vec<String> = expected["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        for backend in ["ndarray", "flex"] {
+            let got = ok_json(&[
+                "logits",
+                "--model",
+                &dir,
+                "--tokens",
+                &tokens.join(","),
+                "--all-positions",
+                "--backend",
+                backend,
+                "--json",
+            ]);
+            assert_eq!(got["tokens"].as_array().unwrap().len(), tokens.len());
+            let rows = got["logits"].as_array().unwrap();
+            assert_eq!(rows.len(), tokens.len());
+            let want = read_expected_logits(&dir, tokens.len());
+            let mut worst = 0.0f64;
+            for (row, want_row) in rows.iter().zip(&want) {
+                for (g, w) in row.as_array().unwrap().iter().zip(want_row) {
+                    worst = worst.max((g.as_f64().unwrap() - *w as f64).abs());
+                }
+            }
+            assert!(
+                worst < 1e-4,
+                "{model} on {backend}: max abs difference {worst}"
+            );
+        }
+    }
+}
+
+/// The expected logits, `logits.f32` (raw little-endian f32, positions × vocabulary).
+fn read_expected_logits(dir: &str, positions: usize) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(format!("{dir}/logits.f32")).unwrap();
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let vocab = values.len() / positions;
+    values.chunks(vocab).map(<[f32]>::to_vec).collect()
+}
+
+#[test]
+fn bench_model_reports_prefill_and_decode() {
+    let model = fixture("llama-gqa-tied");
+    let report = ok_json(&[
+        "bench",
+        "model",
+        "--model",
+        &model,
+        "--prompt-len",
+        "16",
+        "--gen",
+        "4",
+        "--json",
+    ]);
+    for key in [
+        "time_to_first_token_s",
+        "prefill_tokens_per_s",
+        "decode_median_ms",
+        "decode_p90_ms",
+        "decode_tokens_per_s",
+    ] {
+        assert!(report[key].as_f64().unwrap() > 0.0, "{key}: {report}");
+    }
+    assert_eq!(
+        (report["prompt_len"].as_u64(), report["generated"].as_u64()),
+        (Some(16), Some(4))
+    );
+}

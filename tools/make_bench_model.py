@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Write a random model shaped like SmolLM2-135M (30 layers, hidden 576, 9 heads over 3 kv
+heads, vocab 49152, tied embeddings, bf16) for timing `sieve bench model` offline. Its text is
+noise; only its shape matters. About 270 MB; not committed.
+
+Usage: /work/venv/bin/python tools/make_bench_model.py OUT_DIR
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "smol-random")
+    cfg = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=8192,
+        rms_norm_eps=1e-5,
+        rope_theta=100000.0,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(out)
+    # A tokenizer is needed to run `generate`; the fixtures' covers ids below 300 only.
+    fixture = Path(__file__).resolve().parent.parent / "tests/fixtures/models/llama-gqa-tied/tokenizer.json"
+    shutil.copy(fixture, out / "tokenizer.json")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
