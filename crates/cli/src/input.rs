@@ -95,7 +95,7 @@ fn read_file(path: &Path) -> Result<Vec<f32>> {
 
 /// Raw little-endian `f32` values.
 fn raw_f32(bytes: &[u8]) -> Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         bail!(
             "raw float32 data must be a multiple of 4 bytes long, found {} bytes \
              (use .json or .npy for other formats)",
