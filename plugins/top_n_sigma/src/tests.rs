@@ -110,7 +110,7 @@ fn moments_match_a_plain_computation_at_every_length() {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                if state % 5 == 0 {
+                if state.is_multiple_of(5) {
                     f32::NEG_INFINITY
                 } else {
                     (state % 1000) as f32 / 100.0 - 5.0
