@@ -50,7 +50,16 @@ fn matmul_gflop_s<B: Backend>(device: &B::Device) -> f64 {
 }
 
 fn main() {
-    println!("read bandwidth: {:.1} GB/s (sum over 1 GiB, best of 5)", bandwidth_gb_s());
-    println!("matmul ndarray: {:.1} GFLOP/s ([1024,2048]x[2048,2048], median of 5)", matmul_gflop_s::<NdArray>(&NdArrayDevice::Cpu));
-    println!("matmul flex:    {:.1} GFLOP/s ([1024,2048]x[2048,2048], median of 5)", matmul_gflop_s::<Flex>(&FlexDevice));
+    println!(
+        "read bandwidth: {:.1} GB/s (sum over 1 GiB, best of 5)",
+        bandwidth_gb_s()
+    );
+    println!(
+        "matmul ndarray: {:.1} GFLOP/s ([1024,2048]x[2048,2048], median of 5)",
+        matmul_gflop_s::<NdArray>(&NdArrayDevice::Cpu)
+    );
+    println!(
+        "matmul flex:    {:.1} GFLOP/s ([1024,2048]x[2048,2048], median of 5)",
+        matmul_gflop_s::<Flex>(&FlexDevice)
+    );
 }

@@ -149,8 +149,21 @@ impl LoadedModel {
     /// [`Error::BackendUnavailable`] (checked before anything is read), then the errors of
     /// [`Model::from_checkpoint`] and [`crate::hf::Checkpoint::open`].
     pub fn load(dir: &ModelDir, kind: BackendKind) -> Result<Self> {
+        Self::load_with_progress(dir, kind, |_, _| {})
+    }
+
+    /// [`LoadedModel::load`], calling `on_progress(done, total)` (bytes of tensor data) as
+    /// the weights are read, for a progress bar.
+    ///
+    /// # Errors
+    /// As [`LoadedModel::load`].
+    pub fn load_with_progress(
+        dir: &ModelDir,
+        kind: BackendKind,
+        on_progress: impl Fn(u64, u64) + 'static,
+    ) -> Result<Self> {
         kind.check_available()?;
-        let checkpoint = dir.checkpoint()?;
+        let checkpoint = dir.checkpoint()?.with_progress(on_progress);
         let config = dir.config().clone();
         match kind {
             BackendKind::Ndarray => Ok(LoadedModel::Ndarray(Model::from_checkpoint(

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer};
 use sieve_core::Vocab;
 
@@ -78,10 +79,16 @@ pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failu
     let tokenizer = dir
         .tokenizer()
         .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
-    let model = dir
-        .load(backend)
-        .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
-        .runtime()?;
+    let bar = weights_bar();
+    let drawn = bar.clone();
+    let model = LoadedModel::load_with_progress(&dir, backend, move |done, total| {
+        drawn.set_length(total);
+        drawn.set_position(done);
+    })
+    .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
+    .runtime();
+    bar.finish_and_clear();
+    let model = model?;
     let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
     Ok(OpenModel {
         dir,
@@ -89,6 +96,17 @@ pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failu
         tokenizer,
         vocab,
     })
+}
+
+/// A progress bar of the weights read, drawn on stderr only when it is a terminal.
+fn weights_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template(
+        "loading weights {bar:30} {binary_bytes}/{binary_total_bytes} {elapsed}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
 }
 
 /// Writes the embedded model to a directory under the system's temporary directory (once per

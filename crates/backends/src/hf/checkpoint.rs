@@ -1,6 +1,7 @@
 //! The weights of a Hugging Face directory: `model.safetensors`, or the shards listed by
 //! `model.safetensors.index.json`, read with the `safetensors` crate and converted to `f32`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -60,6 +61,9 @@ pub struct Checkpoint {
     by_name: HashMap<String, usize>,
     /// The file named in "missing tensor" errors when a name is in no file.
     listing: PathBuf,
+    /// Bytes of tensor data converted so far, and who to tell (a progress bar).
+    progress: Cell<u64>,
+    on_progress: Option<Box<dyn Fn(u64, u64)>>,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -97,6 +101,8 @@ impl Checkpoint {
                 files: vec![file],
                 by_name,
                 listing: single,
+                progress: Cell::new(0),
+                on_progress: None,
             });
         }
         let parsed: Index = read_json(&index)?;
@@ -118,7 +124,24 @@ impl Checkpoint {
             files,
             by_name,
             listing: index,
+            progress: Cell::new(0),
+            on_progress: None,
         })
+    }
+
+    /// Calls `on_progress(done, total)` (bytes of tensor data) each time a tensor has been
+    /// read, so a caller can draw a progress bar while the weights load.
+    pub fn with_progress(mut self, on_progress: impl Fn(u64, u64) + 'static) -> Self {
+        self.on_progress = Some(Box::new(on_progress));
+        self
+    }
+
+    /// Bytes of tensor data in all files.
+    pub fn total_bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|f| (f.bytes.len() - 8 - f.header_len) as u64)
+            .sum()
     }
 
     /// The files read, in the order they were read.
@@ -162,6 +185,10 @@ impl Checkpoint {
         let end = 8 + file.header_len + info.data_offsets.1;
         // `read_metadata` checked that the offsets lie in the file and match dtype and shape.
         let bytes = &file.bytes[start..end];
+        if let Some(on_progress) = &self.on_progress {
+            self.progress.set(self.progress.get() + bytes.len() as u64);
+            on_progress(self.progress.get(), self.total_bytes());
+        }
         match info.dtype {
             Dtype::F32 => Ok(bytes
                 .chunks_exact(4)
