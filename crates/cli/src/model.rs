@@ -129,30 +129,6 @@ fn embedded_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Token ids of `--tokens 1,2,3`.
-///
-/// # Errors
-/// Usage: a value that is not a token id, or an empty list.
-pub fn parse_tokens(text: &str) -> Result<Vec<u32>, Failure> {
-    let ids = text
-        .split(',')
-        .enumerate()
-        .map(|(i, s)| {
-            s.trim().parse::<u32>().map_err(|_| {
-                Failure::usage(format!(
-                    "--tokens: value {} (`{}`) is not a token id",
-                    i + 1,
-                    s.trim()
-                ))
-            })
-        })
-        .collect::<Result<Vec<u32>, Failure>>()?;
-    if ids.is_empty() {
-        return Err(Failure::usage("--tokens: no token"));
-    }
-    Ok(ids)
-}
-
 /// The prompt's token ids (with the tokenizer's special tokens, such as BOS, as transformers
 /// adds them), or the ids given with `--tokens`.
 ///
@@ -163,8 +139,10 @@ pub fn prompt_tokens(
     prompt: Option<&str>,
     tokens: Option<&str>,
 ) -> Result<Vec<u32>, Failure> {
+    let vocab = open.dir.config().vocab_size;
     let ids = match (prompt, tokens) {
-        (_, Some(tokens)) => parse_tokens(tokens)?,
+        (_, Some(tokens)) => crate::input::parse_history(tokens, vocab)
+            .map_err(|e| Failure::usage(format!("--tokens: {e}")))?,
         (Some(prompt), None) => open
             .tokenizer
             .encode(prompt, true)
@@ -172,9 +150,8 @@ pub fn prompt_tokens(
         (None, None) => return Err(Failure::usage("give --prompt TEXT or --tokens IDS")),
     };
     if ids.is_empty() {
-        return Err(Failure::usage("the prompt encodes to no token"));
+        return Err(Failure::usage("no prompt token"));
     }
-    let vocab = open.dir.config().vocab_size;
     if let Some(&bad) = ids.iter().find(|&&t| t as usize >= vocab) {
         return Err(Failure::usage(format!(
             "token {bad} is beyond the vocabulary ({vocab} tokens)"
@@ -186,13 +163,6 @@ pub fn prompt_tokens(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_parse_and_bad_ones_are_named() {
-        assert_eq!(parse_tokens("1, 2,3").ok(), Some(vec![1, 2, 3]));
-        let err = parse_tokens("1,x").unwrap_err();
-        assert!(err.message().contains("value 2 (`x`)"), "{}", err.message());
-    }
 
     #[test]
     fn the_embedded_model_is_written_once_and_opens() {

@@ -37,7 +37,6 @@
 //!   alone (the pipeline reports the error).
 
 use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
 use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
@@ -150,22 +149,18 @@ pub fn entry() -> StageEntry {
     let info = StageInfo::builtin(
         "mirostat",
         "Mirostat v1: select a token, steering its surprise toward tau bits",
-        vec![
-            ParamSpec::float(
-                "tau",
-                5.0,
-                Range::at_least(0.0),
-                "target surprise τ in bits; μ starts at 2τ",
-            ),
-            ParamSpec::float("eta", 0.1, Range::at_least(0.0), "learning rate η of μ"),
-            ParamSpec::int(
-                "m",
-                100,
-                Range::closed(2.0, u32::MAX as f64),
-                "number of most likely tokens used to estimate the Zipf exponent",
-            ),
-            ParamSpec::seed(),
-        ],
+        Steering::params()
+            .into_iter()
+            .chain([
+                ParamSpec::int(
+                    "m",
+                    100,
+                    Range::closed(2.0, u32::MAX as f64),
+                    "number of most likely tokens used to estimate the Zipf exponent",
+                ),
+                ParamSpec::seed(),
+            ])
+            .collect(),
     )
     .selector();
     StageEntry::new(info, |args, cx| {

@@ -27,10 +27,9 @@
 //!   alone (the pipeline reports the error).
 
 use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{Candidates, Context, Error, ParamSpec, Sampler, StageEntry, StageInfo};
 
 use crate::select::Steering;
 
@@ -103,16 +102,10 @@ pub fn entry() -> StageEntry {
     let info = StageInfo::builtin(
         "mirostat_v2",
         "Mirostat v2: select among tokens with surprise at most mu, steering it toward tau bits",
-        vec![
-            ParamSpec::float(
-                "tau",
-                5.0,
-                Range::at_least(0.0),
-                "target surprise τ in bits; μ starts at 2τ",
-            ),
-            ParamSpec::float("eta", 0.1, Range::at_least(0.0), "learning rate η of μ"),
-            ParamSpec::seed(),
-        ],
+        Steering::params()
+            .into_iter()
+            .chain([ParamSpec::seed()])
+            .collect(),
     )
     .selector();
     StageEntry::new(info, |args, cx| {

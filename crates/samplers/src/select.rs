@@ -1,6 +1,6 @@
 //! Shared by the selectors: the seeded inverse-CDF draw and the entropy of a distribution.
 
-use sieve_core::{math, Candidates, SieveRng};
+use sieve_core::{math, Candidates, ParamSpec, Range, SieveRng};
 
 /// Block size of the draw's first, vectorized level.
 const DRAW_BLOCK: usize = 1024;
@@ -85,6 +85,19 @@ impl Steering {
         candidates.select(i);
         let surprise = -libm::log2(candidates.softmax()[i] as f64);
         self.mu -= self.eta * (surprise - self.tau);
+    }
+
+    /// The parameters both Mirostat stages take first: `tau` and `eta`.
+    pub(crate) fn params() -> [ParamSpec; 2] {
+        [
+            ParamSpec::float(
+                "tau",
+                5.0,
+                Range::at_least(0.0),
+                "target surprise τ in bits; μ starts at 2τ",
+            ),
+            ParamSpec::float("eta", 0.1, Range::at_least(0.0), "learning rate η of μ"),
+        ]
     }
 
     /// Back to `μ = 2τ` and the start of the stream.
