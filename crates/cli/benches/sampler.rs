@@ -34,7 +34,12 @@ const PIPELINES: [(&str, &str); 9] = [
 /// The workload of `text` on `vocab` generated logits; panics with the diagnostic if the
 /// pipeline does not compile or fails on its first token.
 fn workload(text: &str, vocab: usize) -> SamplerWorkload {
-    let compiled = sieve_cli::pipeline::compile(text, LOGITS_SEED)
+    let registry = sieve_samplers::builtin_registry();
+    let cx = sieve_core::BuildContext {
+        seed: LOGITS_SEED,
+        vocab: None,
+    };
+    let compiled = sieve_cli::pipeline::compile(text, &registry, &cx)
         .unwrap_or_else(|f| panic!("{}", f.message()));
     let mut w = SamplerWorkload::new(compiled.pipeline, normal_logits(vocab, LOGITS_SEED));
     if let Err(e) = w.step_copying() {

@@ -2,42 +2,33 @@
 //!
 //! The `sieve` command line as a library; the binary only calls [`run`].
 //!
-//! | command | module |
-//! |---|---|
-//! | `sieve check "<pipeline>"` | [`check`] |
-//! | `sieve samplers [--json]` | [`samplers_cmd`] |
-//! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`], reading input with [`input`], printing with [`output`] and [`trace`] |
-//! | `sieve bench sampler --sampler P --vocab N …` | [`bench`](mod@bench), timing the [`workload`] the criterion benches time too |
-//! | `sieve generate [--model DIR] --prompt TEXT …` | [`generate`](mod@generate), opening the model with [`model`] |
-//! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
-//! | `sieve bench model --model DIR …` | [`bench_model`] |
+//! - [`cli`]: the top-level parser, the command list and `--plugin`;
+//! - [`commands`]: one module per command, each owning its flags and its `run`;
+//! - [`pipeline`]: the run's one stage [`sieve_core::Registry`] (built-ins and the stages of
+//!   the plugins found by [`plugins`]) and compiling `--sampler` text against it;
+//! - [`model`]: opening a model directory (configuration and tokenizer first, weights last);
+//! - [`input`]: reading `--logits`/`--probs` lists and files and token-id lists;
+//! - [`stats`], [`seed`], [`error`]: timing summaries, the run's seed, failures and exit codes.
 //!
 //! Every command that builds a pipeline takes `--plugin PATH` (repeatable) and loads the
-//! libraries of the `SIEVE_PLUGIN_PATH` directories ([`plugins`]); their stages join the
-//! built-ins in [`pipeline::registry`].
+//! libraries of the `SIEVE_PLUGIN_PATH` directories; the registry is built once, before the
+//! command runs, and passed down.
 //!
 //! Exit codes: 0 ok; 2 bad usage, bad input or a pipeline that does not compile; 1 a runtime
 //! failure such as a stage that leaves no candidate (see [`error::Failure`]).
 #![warn(missing_docs)]
 
-pub mod apply;
-pub mod args;
-pub mod bench;
-pub mod bench_model;
-pub mod check;
-pub mod distribution;
+pub mod cli;
+pub mod commands;
 pub mod error;
-pub mod generate;
 pub mod input;
-pub mod logits;
 pub mod model;
-pub mod output;
 pub mod pipeline;
 pub mod plugins;
-pub mod samplers_cmd;
+pub mod seed;
 pub mod stats;
-pub mod trace;
-pub mod workload;
+
+pub use commands::bench::workload;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -45,7 +36,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::cli::{Cli, Command};
+use crate::commands::bench::BenchCommand;
+use crate::commands::{apply, bench, check, generate, logits, samplers};
 use crate::error::Failure;
 
 /// Runs `sieve` with the process's arguments, writing to stdout and stderr, and returns the
@@ -72,26 +65,27 @@ pub fn run_from(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// Runs one parsed command, writing its output to `out`.
+/// Runs one parsed command, writing its output to `out`. The stage registry (built-ins and
+/// plugins) is built here, once, for the commands that build pipelines.
 ///
 /// # Errors
 /// The command's [`Failure`].
 pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
-    pipeline::use_plugins(command.plugin_files())?;
     let text = match command {
-        Command::Check(args) => check::run(args)?,
-        Command::Samplers(args) => {
-            let registry = pipeline::registry();
-            if args.json {
-                samplers_cmd::json(&registry)
-            } else {
-                samplers_cmd::text(&registry)
-            }
+        Command::Check(args) => check::run(args, &pipeline::registry(&args.plugins.files)?)?,
+        Command::Samplers(args) => samplers::run(args, &pipeline::registry(&args.plugins.files)?),
+        Command::Apply(args) => {
+            let registry = pipeline::registry(&args.plugins.files)?;
+            return apply::run(args, &registry, out);
         }
-        Command::Apply(args) => return apply::run(args, out),
-        Command::Bench(BenchCommand::Sampler(args)) => bench::run(args)?,
-        Command::Bench(BenchCommand::Model(args)) => bench_model::run(args)?,
-        Command::Generate(args) => return generate::run(args, out),
+        Command::Bench(BenchCommand::Sampler(args)) => {
+            bench::sampler::run(args, &pipeline::registry(&args.plugins.files)?)?
+        }
+        Command::Bench(BenchCommand::Model(args)) => bench::model::run(args)?,
+        Command::Generate(args) => {
+            let registry = pipeline::registry(&args.plugins.files)?;
+            return generate::run(args, &registry, out);
+        }
         Command::Logits(args) => return logits::run(args, out),
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)

@@ -36,66 +36,91 @@ const EMBEDDED: [(&str, &[u8]); 4] = [
     ),
 ];
 
-/// A model ready to run: its directory, weights on a backend, tokenizer and vocabulary.
-pub struct OpenModel {
+/// A model directory whose small files are read (configuration, generation defaults,
+/// tokenizer) and whose weights are not: enough to tokenize a prompt and to build stages that
+/// need the vocabulary, before the slow part.
+pub struct ModelFiles {
     /// The directory (config, generation config).
     pub dir: ModelDir,
-    /// The weights on the chosen backend.
-    pub model: LoadedModel,
     /// The tokenizer.
     pub tokenizer: Tokenizer,
     /// Every token's bytes and the EOS ids, for stages that need them.
     pub vocab: Vocab,
 }
 
-/// Parses `--backend`.
-///
-/// # Errors
-/// Usage: an unknown name (the message lists the known ones).
-pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
-    match name {
-        None => Ok(DEFAULT_BACKEND),
-        Some(name) => name
-            .parse::<BackendKind>()
-            .map_err(|e| Failure::usage(format!("--backend: {e}"))),
-    }
+/// A model ready to run: its files and its weights on a backend.
+pub struct OpenModel {
+    /// Configuration, tokenizer and vocabulary.
+    pub files: ModelFiles,
+    /// The weights on the chosen backend.
+    pub model: LoadedModel,
 }
 
-/// Opens `dir` (or the embedded model when `None`) on `backend`.
+/// Parses `--backend` and checks that the backend can run here.
 ///
 /// # Errors
-/// Usage: a directory that is missing, malformed, or of an unsupported architecture, or a
-/// backend that cannot run here; runtime: weights that fail to load.
-pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failure> {
-    backend
-        .check_available()
-        .map_err(|e| Failure::usage(format!("--backend {}: {e}", backend.name())))?;
+/// Usage: an unknown name (the message lists the known ones), or a backend not compiled in or
+/// without its device.
+pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
+    let kind = match name {
+        None => DEFAULT_BACKEND,
+        Some(name) => name
+            .parse::<BackendKind>()
+            .map_err(|e| Failure::usage(format!("--backend: {e}")))?,
+    };
+    kind.check_available()
+        .map_err(|e| Failure::usage(format!("--backend {}: {e}", kind.name())))?;
+    Ok(kind)
+}
+
+/// Reads the configuration, generation defaults and tokenizer of `dir` (or of the embedded
+/// model when `None`), not the weights.
+///
+/// # Errors
+/// Usage: a directory that is missing, malformed, or of an unsupported architecture.
+pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
     let path = match dir {
         Some(dir) => dir.to_path_buf(),
         None => embedded_dir().runtime()?,
     };
-    let dir = ModelDir::open(&path)
-        .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
-    let tokenizer = dir
-        .tokenizer()
-        .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
-    let bar = weights_bar();
-    let drawn = bar.clone();
-    let model = LoadedModel::load_with_progress(&dir, backend, move |done, total| {
-        drawn.set_length(total);
-        drawn.set_position(done);
-    })
-    .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
-    .runtime();
-    bar.finish_and_clear();
-    let model = model?;
+    let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
+    let dir = ModelDir::open(&path).map_err(at)?;
+    let tokenizer = dir.tokenizer().map_err(at)?;
     let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
-    Ok(OpenModel {
+    Ok(ModelFiles {
         dir,
-        model,
         tokenizer,
         vocab,
     })
+}
+
+/// Loads the weights of `files` onto `backend`, with a progress bar on a terminal.
+///
+/// # Errors
+/// Runtime: weights that fail to load.
+pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failure> {
+    let bar = weights_bar();
+    let drawn = bar.clone();
+    let model = LoadedModel::load_with_progress(&files.dir, backend, move |done, total| {
+        drawn.set_length(total);
+        drawn.set_position(done);
+    })
+    .map_err(|e| anyhow::anyhow!("loading {}: {e}", files.dir.path().display()))
+    .runtime();
+    bar.finish_and_clear();
+    Ok(OpenModel {
+        files,
+        model: model?,
+    })
+}
+
+/// Opens `dir` (or the embedded model when `None`) on `backend`: [`open_files`], then
+/// [`load`].
+///
+/// # Errors
+/// As [`open_files`] and [`load`].
+pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failure> {
+    load(open_files(dir)?, backend)
 }
 
 /// A progress bar of the weights read, drawn on stderr only when it is a terminal.
@@ -135,7 +160,7 @@ fn embedded_dir() -> anyhow::Result<PathBuf> {
 /// # Errors
 /// Usage: a prompt the tokenizer cannot encode, an empty prompt, or ids beyond the vocabulary.
 pub fn prompt_tokens(
-    open: &OpenModel,
+    open: &ModelFiles,
     prompt: Option<&str>,
     tokens: Option<&str>,
 ) -> Result<Vec<u32>, Failure> {

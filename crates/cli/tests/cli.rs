@@ -1,43 +1,12 @@
 //! Drives the real `sieve` binary: outputs (insta snapshots), exit codes, error messages.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-/// What one run of `sieve` printed and returned.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
+mod common;
 
-fn sieve(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_sieve"))
-        .args(args)
-        .output()
-        .expect("run sieve");
-    Run {
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-        code: out
-            .status
-            .code()
-            .expect("sieve exited normally, not by a signal"),
-    }
-}
-
-/// Runs `sieve` expecting success; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let run = sieve(args);
-    assert_eq!(run.code, 0, "sieve {args:?} failed: {}", run.stderr);
-    assert_eq!(run.stderr, "", "sieve {args:?} wrote to stderr");
-    run.stdout
-}
-
-fn json(args: &[&str]) -> Value {
-    serde_json::from_str(&ok(args)).expect("valid JSON")
-}
+use common::{ok, ok_json as json, sieve};
 
 const LOGITS: &str = "1,2,3,0.5,-1,-inf";
 

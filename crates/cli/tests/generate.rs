@@ -1,49 +1,11 @@
 //! Drives `sieve generate`, `sieve logits` and `sieve bench model` through the real binary, on
 //! the embedded model and the fixture models of `tests/fixtures/models`.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
+mod common;
 
-fn sieve(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_sieve"))
-        .args(args)
-        .output()
-        .expect("run sieve");
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().expect("sieve exited normally"),
-    }
-}
-
-fn ok_json(args: &[&str]) -> Value {
-    let run = sieve(args);
-    assert_eq!(run.code, 0, "sieve {args:?} failed: {}", run.stderr);
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
-}
-
-fn fixture(name: &str) -> String {
-    let dir: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "..",
-        "..",
-        "tests",
-        "fixtures",
-        "models",
-        name,
-    ]
-    .iter()
-    .collect();
-    dir.to_str().unwrap().to_string()
-}
+use common::{fixture_model as fixture, ok_json, sieve};
 
 #[test]
 fn the_embedded_model_generates_reproducibly_with_a_seed() {
@@ -302,4 +264,36 @@ fn bench_model_reports_prefill_and_decode() {
         (report["prompt_len"].as_u64(), report["generated"].as_u64()),
         (Some(16), Some(4))
     );
+}
+
+#[test]
+fn a_pipeline_mistake_is_reported_before_the_model_is_opened() {
+    let run = sieve(&[
+        "generate",
+        "--model",
+        "/no/such/model/dir",
+        "--prompt",
+        "Hi",
+        "--sampler",
+        "top_q(1)",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown stage `top_q`") && run.stderr.contains("top_p"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("/no/such/model/dir"), "{}", run.stderr);
+    // With a valid pipeline the same command reports the directory.
+    let run = sieve(&[
+        "generate",
+        "--model",
+        "/no/such/model/dir",
+        "--prompt",
+        "Hi",
+        "--sampler",
+        "top_p(0.9)",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("/no/such/model/dir"), "{}", run.stderr);
 }

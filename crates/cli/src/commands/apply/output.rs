@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::distribution::Survivor;
+use super::distribution::Survivor;
 
 /// What `sieve apply` reports.
 ///

@@ -45,15 +45,16 @@ pub struct LogitsArgs {
 /// Usage: bad flags, model directory, or tokens; runtime: a model failure.
 pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let mut open = model::open(Some(&args.model), backend)?;
-    let tokens = model::prompt_tokens(&open, args.prompt.as_deref(), args.tokens.as_deref())?;
-    let context = open.dir.config().max_position_embeddings;
+    let files = model::open_files(Some(&args.model))?;
+    let tokens = model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?;
+    let context = files.dir.config().max_position_embeddings;
     if tokens.len() > context {
         return Err(Failure::usage(format!(
             "{} tokens are more than the model's context of {context}",
             tokens.len()
         )));
     }
+    let mut open = model::load(files, backend)?;
     let rows: Vec<Vec<f32>> = if args.all_positions {
         open.model
             .forward_all(&tokens)
@@ -84,7 +85,11 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
             let mut order: Vec<usize> = (0..row.len()).collect();
             order.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
             for &id in order.iter().take(10) {
-                let piece = open.tokenizer.decode(&[id as u32]).unwrap_or_default();
+                let piece = open
+                    .files
+                    .tokenizer
+                    .decode(&[id as u32])
+                    .unwrap_or_default();
                 let _ = writeln!(text, "  {id:>7}  {:>10.4}  {piece:?}", row[id]);
             }
         }

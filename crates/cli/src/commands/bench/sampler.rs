@@ -1,5 +1,5 @@
 //! `sieve bench sampler`: time a pipeline per token against the floor (one read of the
-//! logits), on the workload of [`crate::workload`].
+//! logits), on the workload of [`super::workload`].
 //!
 //! Each of the two is first warmed up (at least [`WARMUP_RUNS`] runs and [`WARMUP`] of
 //! time), which also measures its rough cost; then `--iters` samples are timed. A sample
@@ -12,14 +12,39 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::Serialize;
+use sieve_core::{BuildContext, Registry};
 
-use crate::args::BenchSamplerArgs;
+use super::workload::{normal_logits, SamplerWorkload, HISTORY_LEN, LOGITS_SEED, LOGITS_STD};
+use crate::cli::PluginArgs;
 use crate::error::{Failure, ResultExt};
 use crate::input::{self, Scale};
 use crate::pipeline;
 use crate::stats::Summary;
-use crate::workload::{normal_logits, SamplerWorkload, HISTORY_LEN, LOGITS_SEED, LOGITS_STD};
+
+/// `sieve bench sampler`.
+#[derive(Debug, Args)]
+pub struct BenchSamplerArgs {
+    /// The pipeline to time
+    #[arg(long, short, value_name = "PIPELINE")]
+    pub sampler: String,
+    /// Vocabulary size: that many logits drawn from Normal(0, 2.5²) with a fixed seed
+    #[arg(long, value_name = "N", required_unless_present = "logits", value_parser = clap::value_parser!(u64).range(1..))]
+    pub vocab: Option<u64>,
+    /// Time on these logits instead (a file or a comma list)
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub logits: Option<String>,
+    /// Number of timed samples (at most 10 000 000)
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub iters: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
 
 /// Least warm-up time before measuring.
 pub const WARMUP: Duration = Duration::from_millis(200);
@@ -61,7 +86,7 @@ pub struct BenchReport {
 /// # Errors
 /// Usage: a bad `--logits`, `--vocab` disagreeing with the file, a zero vocabulary; pipeline:
 /// a `--sampler` that does not compile; runtime: the pipeline fails on the logits.
-pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
+pub fn run(args: &BenchSamplerArgs, registry: &Registry) -> Result<String, Failure> {
     let vocab = args.vocab.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
     let iters = usize::try_from(args.iters).unwrap_or(usize::MAX);
     let logits = match (&args.logits, vocab) {
@@ -81,7 +106,11 @@ pub fn run(args: &BenchSamplerArgs) -> Result<String, Failure> {
         (None, Some(vocab)) => normal_logits(vocab, LOGITS_SEED),
         (None, None) => return Err(Failure::usage("give --vocab N or --logits FILE")),
     };
-    let compiled = pipeline::compile(&args.sampler, LOGITS_SEED)?;
+    let cx = BuildContext {
+        seed: LOGITS_SEED,
+        vocab: None,
+    };
+    let compiled = pipeline::compile(&args.sampler, registry, &cx)?;
     let mut workload = SamplerWorkload::new(compiled.pipeline, logits);
     workload
         .step_copying()

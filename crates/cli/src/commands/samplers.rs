@@ -18,9 +18,32 @@
 
 use std::fmt::Write as _;
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::Value as Json;
 use sieve_core::{ParamKind, ParamSpec, Range, Registry, StageInfo, Value};
+
+use crate::cli::PluginArgs;
+
+/// `sieve samplers`.
+#[derive(Debug, Args)]
+pub struct SamplersArgs {
+    /// Print a JSON array instead of the listing
+    #[arg(long)]
+    pub json: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
+
+/// Runs the command: the listing of every stage of `registry`, as text or JSON.
+pub fn run(args: &SamplersArgs, registry: &Registry) -> String {
+    if args.json {
+        json(registry)
+    } else {
+        text(registry)
+    }
+}
 
 /// Every stage of `registry` as an aligned text listing: per stage a title line (name, whether
 /// it selects, origin), its doc, and one line per parameter (name, type, default or

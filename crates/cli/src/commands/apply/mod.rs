@@ -4,21 +4,66 @@
 //! passed to every stage's `accept`, in order, before the pipeline runs. Without `--seed`, a
 //! random seed is chosen and reported, so any run can be repeated.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+mod distribution;
+mod output;
+mod trace;
 
 use anyhow::Context as _;
-use sieve_core::{Candidates, Context};
+use clap::{ArgGroup, Args};
+use sieve_core::{BuildContext, Candidates, Context, Registry};
 
-use crate::args::ApplyArgs;
-use crate::distribution::survivors;
+use crate::cli::PluginArgs;
 use crate::error::{Failure, ResultExt};
 use crate::input::{self, parse_history, Scale};
-use crate::output::Outcome;
 use crate::pipeline;
-use crate::trace::Trace;
+use crate::seed::random_seed;
+use distribution::survivors;
+use output::Outcome;
+use trace::Trace;
+
+/// Shown after `sieve apply --help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  sieve apply --sampler \"top_k(2)\" --logits 1,2,3
+  sieve apply --sampler \"temp(0.5) | greedy\" --logits=-1.5,0,-inf,2
+  sieve apply --sampler \"top_p(0.9)\" --probs probs.json --seed 7 --trace
+  sieve apply --sampler \"min_p(0.05)\" --logits logits.npy --history 12,7,7 --json
+
+--logits/--probs take a comma list, or a file: .json (array of numbers; null, \"-inf\",
+\"inf\" and \"nan\" allowed), .npy (little-endian float32/float64, shape (N,) or (1, N)),
+anything else raw little-endian float32. An argument naming an existing file is a file.";
+
+/// `sieve apply`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["logits", "probs"])))]
+pub struct ApplyArgs {
+    /// The pipeline to run
+    #[arg(long, short, value_name = "PIPELINE")]
+    pub sampler: String,
+    /// Logits: a comma list (1.5,-2,-inf,nan) or a file (.json, .npy, raw float32)
+    #[arg(long, value_name = "LIST|FILE", allow_hyphen_values = true)]
+    pub logits: Option<String>,
+    /// Probabilities in [0, 1] (a comma list or a file); logits are ln(p)
+    #[arg(long, value_name = "LIST|FILE", allow_hyphen_values = true)]
+    pub probs: Option<String>,
+    /// Token ids before this step: the context history, also passed to every stage's accept
+    #[arg(long, value_name = "IDS")]
+    pub history: Option<String>,
+    /// Seed for stages whose seed is -1 (default: a random seed, printed)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub seed: Option<u64>,
+    /// Print {"candidates": [{"id", "logit", "p"}, …], "selected": id, "seed": n}
+    #[arg(long, conflicts_with = "trace")]
+    pub json: bool,
+    /// Show the distribution before the first stage and after every stage
+    #[arg(long)]
+    pub trace: bool,
+    /// Plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
 
 /// Runs the command, writing its output to `out`. With `--trace`, the trace is written even
 /// when the pipeline then fails, to show where it did.
@@ -26,7 +71,7 @@ use crate::trace::Trace;
 /// # Errors
 /// Usage: bad `--logits` / `--probs` / `--history`; pipeline: a `--sampler` that does not
 /// compile; runtime: the pipeline fails (for instance no finite candidate is left).
-pub fn run(args: &ApplyArgs, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run(args: &ApplyArgs, registry: &Registry, out: &mut dyn Write) -> Result<(), Failure> {
     let (flag, arg, scale) = match (&args.logits, &args.probs) {
         (Some(arg), _) => ("--logits", arg, Scale::Logits),
         (None, Some(arg)) => ("--probs", arg, Scale::Probs),
@@ -40,7 +85,7 @@ pub fn run(args: &ApplyArgs, out: &mut dyn Write) -> Result<(), Failure> {
         None => Vec::new(),
     };
     let seed = args.seed.unwrap_or_else(random_seed);
-    let compiled = pipeline::compile(&args.sampler, seed)?;
+    let compiled = pipeline::compile(&args.sampler, registry, &BuildContext { seed, vocab: None })?;
     if !logits.iter().any(|&x| x > f32::NEG_INFINITY) {
         let what = if scale == Scale::Probs {
             "probability is 0"
@@ -82,29 +127,4 @@ pub fn run(args: &ApplyArgs, out: &mut dyn Write) -> Result<(), Failure> {
         outcome.text()
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)
-}
-
-/// A seed from the process's random hasher keys (drawn from the OS), the time and the process
-/// id, cut to 53 bits so that it prints and parses exactly everywhere (JSON readers that use
-/// doubles, a pipeline's `seed=` argument).
-pub fn random_seed() -> u64 {
-    let mut hasher = RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    hasher.write_u128(nanos);
-    hasher.write_u32(std::process::id());
-    hasher.finish() >> 11
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn random_seeds_fit_in_53_bits_and_differ() {
-        let seeds: Vec<u64> = (0..8).map(|_| random_seed()).collect();
-        assert!(seeds.iter().all(|&s| s < 1 << 53));
-        assert!(seeds.windows(2).any(|w| w[0] != w[1]), "{seeds:?}");
-    }
 }

@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 
 use sieve_core::Candidates;
 
-use crate::distribution::{by_probability, entropy, survivors, Survivor};
-use crate::output::{table_header, table_row};
+use super::distribution::{by_probability, entropy, survivors, Survivor};
+use super::output::{table_header, table_row};
 
 /// How many tokens the one-line summary names.
 const TOP_LINE: usize = 5;

@@ -2,8 +2,9 @@
 //!
 //! A prompt of `--prompt-len` token ids (cycling through the vocabulary from id 1, so every
 //! run feeds the same tokens) is prefilled in one forward pass; then `--gen` decode steps each
-//! feed the argmax of the previous logits (`sieve_backends::bench::time_model`). Reported: time to first token (the prefill), prefill
-//! tokens/s, and the median and p90 decode step with its tokens/s.
+//! feed the argmax of the previous logits (`sieve_backends::bench::time_model`). Reported:
+//! time to first token (the prefill), prefill tokens/s, and the median and p90 decode step
+//! with its tokens/s.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -68,7 +69,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     }
     let backend = model::backend(args.backend.as_deref())?;
     let mut open = model::open(Some(&args.model), backend)?;
-    let config = open.dir.config();
+    let config = open.files.dir.config();
     let (vocab, context) = (config.vocab_size, config.max_position_embeddings);
     if args.prompt_len + args.generate > context {
         return Err(Failure::usage(format!(

@@ -9,6 +9,11 @@
 //! - Stops at an EOS id (from `generation_config.json`, else `config.json`), at any `--stop`
 //!   string (never printed, nor any text that may still become one), after `-n` tokens, or at
 //!   the end of the model's context (finish reason `length`).
+//! - Order of work, so that a mistake costs as little as possible: `--backend` and `--sampler`
+//!   are checked first (a typo in the pipeline is reported even when the model directory is
+//!   missing), then the directory's small files are read (configuration, tokenizer), the
+//!   pipeline is built against the tokenizer's vocabulary and the prompt encoded, and only then
+//!   are the weights loaded.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -17,11 +22,18 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 use sieve_backends::{generate, GenerateOptions, Generation, GenerationConfig, GenerationStats};
-use sieve_core::BuildContext;
+use sieve_core::{BuildContext, Registry};
 
-use crate::args::PluginArgs;
+use crate::cli::PluginArgs;
 use crate::error::Failure;
+use crate::seed::random_seed;
 use crate::{model, pipeline};
+
+/// Shown after `sieve generate --help`.
+pub const EXAMPLES: &str = "Examples:
+  sieve generate --prompt \"Once upon a time\" -n 20 --seed 7 --stats
+  sieve generate --model ./SmolLM2-135M --prompt \"The capital of France is\" \\
+      --sampler \"penalty(1.1) | temp(0.7) | top_k(40) | top_p(0.9) | min_p(0.05)\" --seed 7 --stop \".\"";
 
 /// The pipeline used when neither `--sampler` nor `generation_config.json` says otherwise.
 pub const FALLBACK_PIPELINE: &str = "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)";
@@ -97,38 +109,42 @@ pub fn default_pipeline(config: &GenerationConfig) -> Option<String> {
 /// # Errors
 /// Usage: bad flags, model directory or pipeline, a prompt longer than the context; runtime:
 /// a model or stage failure.
-pub fn run(args: &GenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let mut open = model::open(args.model.as_deref(), backend)?;
-    let prompt = model::prompt_tokens(&open, Some(&args.prompt), None)?;
-    let context = open.dir.config().max_position_embeddings;
+    if let Some(text) = &args.sampler {
+        pipeline::check(text, registry)?;
+    }
+    let files = model::open_files(args.model.as_deref())?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let text = match &args.sampler {
+        Some(text) => text.clone(),
+        None => default_pipeline(files.dir.generation())
+            .unwrap_or_else(|| FALLBACK_PIPELINE.to_string()),
+    };
+    let cx = BuildContext {
+        seed,
+        vocab: Some(&files.vocab),
+    };
+    let mut compiled = pipeline::compile(&text, registry, &cx)?;
+    let prompt = model::prompt_tokens(&files, Some(&args.prompt), None)?;
+    let context = files.dir.config().max_position_embeddings;
     if prompt.len() > context {
         return Err(Failure::usage(format!(
             "the prompt is {} tokens, longer than the model's context of {context}",
             prompt.len()
         )));
     }
-    let seed = args.seed.unwrap_or_else(crate::apply::random_seed);
-    let text = match &args.sampler {
-        Some(text) => text.clone(),
-        None => {
-            default_pipeline(open.dir.generation()).unwrap_or_else(|| FALLBACK_PIPELINE.to_string())
-        }
-    };
-    let cx = BuildContext {
-        seed,
-        vocab: Some(&open.vocab),
-    };
-    let mut compiled = pipeline::compile_with(&text, &cx)?;
     let max_tokens = args
         .max_tokens
-        .or(open.dir.generation().max_new_tokens.map(|n| n as usize))
+        .or(files.dir.generation().max_new_tokens.map(|n| n as usize))
         .unwrap_or(DEFAULT_MAX_TOKENS);
+    let mut open = model::load(files, backend)?;
+    let files = &open.files;
     let options = GenerateOptions {
         max_tokens,
         stop: args.stop.clone(),
-        eos: open.dir.eos_ids(),
-        vocab: Some(&open.vocab),
+        eos: files.dir.eos_ids(),
+        vocab: Some(&files.vocab),
         accept_prompt: true,
     };
     let mut write_error = None;
@@ -141,7 +157,7 @@ pub fn run(args: &GenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
     };
     let generation = generate(
         &mut open.model,
-        &open.tokenizer,
+        &files.tokenizer,
         &mut compiled.pipeline,
         &prompt,
         &options,

@@ -1,0 +1,20 @@
+//! One module per command, each owning its flags (a clap `Args` struct) and its `run`.
+//!
+//! | command | module |
+//! |---|---|
+//! | `sieve check "<pipeline>"` | [`check`] |
+//! | `sieve samplers [--json]` | [`samplers`] |
+//! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`] |
+//! | `sieve generate [--model DIR] --prompt TEXT …` | [`generate`] |
+//! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
+//! | `sieve bench sampler …`, `sieve bench model …` | [`bench`] |
+//!
+//! Commands that build a pipeline receive the run's one [`sieve_core::Registry`] (built by
+//! [`crate::pipeline::registry`]); none keeps state between runs.
+
+pub mod apply;
+pub mod bench;
+pub mod check;
+pub mod generate;
+pub mod logits;
+pub mod samplers;
