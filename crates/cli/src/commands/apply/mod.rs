@@ -6,12 +6,12 @@
 
 use std::io::Write;
 
-mod distribution;
 mod output;
 mod trace;
 
 use anyhow::Context as _;
 use clap::{ArgGroup, Args};
+use sieve::outcome::survivors;
 use sieve_core::{BuildContext, Candidates, Context, Registry};
 
 use crate::cli::PluginArgs;
@@ -19,7 +19,6 @@ use crate::error::{Failure, ResultExt};
 use crate::input::{self, parse_history, Scale};
 use crate::pipeline;
 use crate::seed::random_seed;
-use distribution::survivors;
 use output::Outcome;
 use trace::Trace;
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::distribution::Survivor;
+use sieve::outcome::Survivor;
 
 /// What `sieve apply` reports.
 ///

@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
+use sieve::outcome::{entropy, StageStep as Step};
 use sieve_core::Candidates;
 
-use super::distribution::{by_probability, entropy, survivors, Survivor};
 use super::output::{table_header, table_row};
 
 /// How many tokens the one-line summary names.
@@ -21,28 +21,6 @@ const CHART_ROWS: usize = 10;
 const BAR_WIDTH: usize = 30;
 /// Partial cells, in eighths: `PARTIAL[k]` is `k/8` of a cell.
 const PARTIAL: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
-
-/// The candidates as one step left them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    /// `input`, or the stage's name.
-    pub stage: String,
-    /// The finite candidates, most likely first.
-    pub survivors: Vec<Survivor>,
-    /// The token selected at this step, if the stage is a selector.
-    pub selected: Option<u32>,
-}
-
-impl Step {
-    /// Looks at the candidates after `stage` (they are not modified).
-    pub fn observe(stage: &str, candidates: &Candidates) -> Step {
-        Step {
-            stage: stage.to_string(),
-            survivors: by_probability(&survivors(candidates)),
-            selected: candidates.selected_id(),
-        }
-    }
-}
 
 /// The steps of one `apply` run.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,5 @@
-//! The distribution over the surviving candidates: what `apply` reports and `--trace` draws.
+//! What a step leaves behind, as plain serializable data: the surviving candidates with their
+//! probabilities, the token selected, and the distribution after every stage.
 
 use serde::Serialize;
 use sieve_core::Candidates;
@@ -15,10 +16,48 @@ pub struct Survivor {
     pub p: f32,
 }
 
+/// The candidates as one stage left them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageStep {
+    /// The stage's name (`input` for the candidates before the first stage).
+    pub stage: String,
+    /// The finite candidates, most likely first (ties by ascending id).
+    pub survivors: Vec<Survivor>,
+    /// The token the stage selected, for a selector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selected: Option<u32>,
+}
+
+impl StageStep {
+    /// Looks at the candidates after `stage` (they are not modified).
+    pub fn observe(stage: &str, candidates: &Candidates) -> StageStep {
+        StageStep {
+            stage: stage.to_string(),
+            survivors: by_probability(&survivors(candidates)),
+            selected: candidates.selected_id(),
+        }
+    }
+}
+
+/// The result of running a pipeline on one logits vector.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The pipeline in canonical form (every argument named, defaults filled).
+    pub pipeline: String,
+    /// The run's seed (used by the random stages whose `seed` is `-1`).
+    pub seed: u64,
+    /// The selected token id.
+    pub selected: u32,
+    /// The candidates the last stage left, most likely first.
+    pub survivors: Vec<Survivor>,
+    /// The input, then one entry per stage, in run order.
+    pub trace: Vec<StageStep>,
+}
+
 /// The finite candidates in their current order, with softmax probabilities over them
 /// (masked `-inf` candidates are left out).
 ///
-/// Works on a copy, so that looking (for `--trace`) never changes what later stages see.
+/// Works on a copy, so that looking never changes what later stages see.
 pub fn survivors(candidates: &Candidates) -> Vec<Survivor> {
     let mut copy = candidates.clone();
     let probs = copy.softmax();
