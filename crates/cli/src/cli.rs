@@ -1,9 +1,9 @@
-//! The command line's top level: the `sieve` parser, the command list and `--plugin`; each
-//! command's own flags live in its module under [`crate::commands`].
+//! The command line's top level: the `sieve` parser and the command list; each command's own
+//! flags live in its module under [`crate::commands`].
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use crate::commands::{apply, bench, check, generate, logits, samplers};
 
@@ -62,15 +62,6 @@ impl Command {
             Command::Logits(_) | Command::Bench(bench::BenchCommand::Model(_)) => &[],
         }
     }
-}
-
-/// `--plugin PATH`, on every command that builds a pipeline.
-#[derive(Debug, Clone, Default, Args)]
-pub struct PluginArgs {
-    /// Load the sampler stages of this plugin library (repeatable); the libraries in the
-    /// directories of SIEVE_PLUGIN_PATH (separated by ':') are loaded too
-    #[arg(long = "plugin", value_name = "PATH")]
-    pub files: Vec<PathBuf>,
 }
 
 #[cfg(test)]

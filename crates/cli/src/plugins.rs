@@ -16,7 +16,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context as _, Result};
+use clap::Args;
 use sieve_core::plugin::host::Plugin;
+
+/// `--plugin PATH`, on every command that builds a pipeline.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PluginArgs {
+    /// Load the sampler stages of this plugin library (repeatable); the libraries in the
+    /// directories of SIEVE_PLUGIN_PATH (separated by ':') are loaded too
+    #[arg(long = "plugin", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+}
 
 /// The environment variable listing plugin directories.
 pub const PATH_VAR: &str = "SIEVE_PLUGIN_PATH";

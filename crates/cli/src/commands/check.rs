@@ -3,9 +3,9 @@
 use clap::Args;
 use sieve_core::{BuildContext, Registry};
 
-use crate::cli::PluginArgs;
 use crate::error::Failure;
 use crate::pipeline;
+use crate::plugins::PluginArgs;
 
 /// `sieve check`.
 #[derive(Debug, Args)]

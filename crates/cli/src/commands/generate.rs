@@ -24,8 +24,8 @@ use serde_json::json;
 use sieve_backends::{generate, GenerateOptions, Generation, GenerationConfig, GenerationStats};
 use sieve_core::{BuildContext, Registry};
 
-use crate::cli::PluginArgs;
 use crate::error::Failure;
+use crate::plugins::PluginArgs;
 use crate::seed::random_seed;
 use crate::{model, pipeline};
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use sieve_core::{ParamKind, ParamSpec, Range, Registry, StageInfo, Value};
 
-use crate::cli::PluginArgs;
+use crate::plugins::PluginArgs;
 
 /// `sieve samplers`.
 #[derive(Debug, Args)]

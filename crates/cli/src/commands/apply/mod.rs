@@ -14,10 +14,10 @@ use clap::{ArgGroup, Args};
 use sieve::outcome::survivors;
 use sieve_core::{BuildContext, Candidates, Context, Registry};
 
-use crate::cli::PluginArgs;
 use crate::error::{Failure, ResultExt};
 use crate::input::{self, parse_history, Scale};
 use crate::pipeline;
+use crate::plugins::PluginArgs;
 use crate::seed::random_seed;
 use output::Outcome;
 use trace::Trace;

@@ -17,10 +17,10 @@ use serde::Serialize;
 use sieve_core::{BuildContext, Registry};
 
 use super::workload::{normal_logits, SamplerWorkload, HISTORY_LEN, LOGITS_SEED, LOGITS_STD};
-use crate::cli::PluginArgs;
 use crate::error::{Failure, ResultExt};
 use crate::input::{self, Scale};
 use crate::pipeline;
+use crate::plugins::PluginArgs;
 use crate::stats::Summary;
 
 /// `sieve bench sampler`.
