@@ -268,32 +268,28 @@ fn bench_model_reports_prefill_and_decode() {
 
 #[test]
 fn a_pipeline_mistake_is_reported_before_the_model_is_opened() {
-    let run = sieve(&[
-        "generate",
-        "--model",
-        "/no/such/model/dir",
-        "--prompt",
-        "Hi",
-        "--sampler",
-        "top_q(1)",
-    ]);
+    let missing = "/no/such/model/dir";
+    let run_with = |sampler: &str| {
+        sieve(&[
+            "generate",
+            "--model",
+            missing,
+            "--prompt",
+            "Hi",
+            "--sampler",
+            sampler,
+        ])
+    };
+    let run = run_with("top_q(1)");
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("unknown stage `top_q`") && run.stderr.contains("top_p"),
         "{}",
         run.stderr
     );
-    assert!(!run.stderr.contains("/no/such/model/dir"), "{}", run.stderr);
+    assert!(!run.stderr.contains(missing), "{}", run.stderr);
     // With a valid pipeline the same command reports the directory.
-    let run = sieve(&[
-        "generate",
-        "--model",
-        "/no/such/model/dir",
-        "--prompt",
-        "Hi",
-        "--sampler",
-        "top_p(0.9)",
-    ]);
+    let run = run_with("top_p(0.9)");
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("/no/such/model/dir"), "{}", run.stderr);
+    assert!(run.stderr.contains(missing), "{}", run.stderr);
 }
