@@ -34,8 +34,9 @@ impl ModelTimings {
     /// Decode tokens per second at the median step (one token per step): the rate a user
     /// sees once the prompt is in, robust to a slow first step (0 when there was no step).
     pub fn decode_tokens_per_second(&self) -> f64 {
-        self.decode_step_ms()
-            .map_or(0.0, |s| tokens_per_second(1, Duration::from_secs_f64(s.median / 1e3)))
+        self.decode_step_ms().map_or(0.0, |s| {
+            tokens_per_second(1, Duration::from_secs_f64(s.median / 1e3))
+        })
     }
 }
 
@@ -151,7 +152,10 @@ mod tests {
             decode: Vec::new(),
             ..t
         };
-        assert_eq!((none.decode_step_ms(), none.decode_tokens_per_second()), (None, 0.0));
+        assert_eq!(
+            (none.decode_step_ms(), none.decode_tokens_per_second()),
+            (None, 0.0)
+        );
     }
 
     #[test]

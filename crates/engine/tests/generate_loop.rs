@@ -8,10 +8,10 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{greedy_pipeline, Argmax};
+use sieve_core::{Candidates, Context, Pipeline, Sampler};
 use sieve_engine::{
     generate, Detokenize, Error, FinishReason, GenerateOptions, Generation, LanguageModel, Result,
 };
-use sieve_core::{Candidates, Context, Pipeline, Sampler};
 
 /// A model that makes the greedy pipeline choose `script[i]` at step `i`.
 struct Script {
