@@ -16,8 +16,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use sieve_backends::{generate, GenerateOptions, Generation, GenerationConfig, GenerationStats};
+use sieve_backends::GenerationConfig;
 use sieve_core::BuildContext;
+use sieve_engine::{generate, GenerateOptions, Generation, GenerationStats};
 
 use crate::args::PluginArgs;
 use crate::error::Failure;
@@ -101,7 +102,7 @@ pub fn run(args: &GenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
     let mut open = model::open(args.model.as_deref(), backend)?;
     let prompt = model::prompt_tokens(&open, Some(&args.prompt), None)?;
-    let context = open.dir.config().max_position_embeddings;
+    let context = open.dir.context_len();
     if prompt.len() > context {
         return Err(Failure::usage(format!(
             "the prompt is {} tokens, longer than the model's context of {context}",
@@ -148,7 +149,7 @@ pub fn run(args: &GenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
         &mut on_text,
     )
     .map_err(|e| match e {
-        sieve_backends::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
         e => Failure::Runtime(anyhow::Error::new(e)),
     })?;
     if let Some(e) = write_error {

@@ -47,7 +47,7 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
     let mut open = model::open(Some(&args.model), backend)?;
     let tokens = model::prompt_tokens(&open, args.prompt.as_deref(), args.tokens.as_deref())?;
-    let context = open.dir.config().max_position_embeddings;
+    let context = open.dir.context_len();
     if tokens.len() > context {
         return Err(Failure::usage(format!(
             "{} tokens are more than the model's context of {context}",

@@ -81,15 +81,16 @@ pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failu
         .map_err(|e| Failure::usage(format!("--model {}: {e}", path.display())))?;
     let bar = weights_bar();
     let drawn = bar.clone();
-    let model = LoadedModel::load_with_progress(&dir, backend, move |done, total| {
-        drawn.set_length(total);
-        drawn.set_position(done);
-    })
-    .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
-    .runtime();
+    let model = dir
+        .load_with_progress(backend, move |done, total| {
+            drawn.set_length(total);
+            drawn.set_position(done);
+        })
+        .map_err(|e| anyhow::anyhow!("loading {}: {e}", path.display()))
+        .runtime();
     bar.finish_and_clear();
     let model = model?;
-    let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
+    let vocab = dir.vocab(&tokenizer);
     Ok(OpenModel {
         dir,
         model,
@@ -139,7 +140,7 @@ pub fn prompt_tokens(
     prompt: Option<&str>,
     tokens: Option<&str>,
 ) -> Result<Vec<u32>, Failure> {
-    let vocab = open.dir.config().vocab_size;
+    let vocab = open.dir.vocab_size();
     let ids = match (prompt, tokens) {
         (_, Some(tokens)) => crate::input::parse_history(tokens, vocab)
             .map_err(|e| Failure::usage(format!("--tokens: {e}")))?,
