@@ -21,7 +21,7 @@
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
 //!   uses ([`tokens_per_second`], [`Summary`]);
-//! - [`bench`]: [`time_model`], a model's prefill and decode speed without a sampler.
+//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
 //!
 //! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
 //! `sieve-backends`, which implements these traits; this crate depends on `sieve-core` alone,
