@@ -8,9 +8,10 @@ use std::str::FromStr;
 use burn_flex::{Flex, FlexDevice};
 use burn_ndarray::{NdArray, NdArrayDevice};
 
-use crate::generate::LogitsSource;
-use crate::hf::{ModelConfig, ModelDir};
-use crate::model::Model;
+use sieve_engine::LanguageModel;
+
+use crate::hf::Checkpoint;
+use crate::model::{Model, TransformerConfig};
 use crate::{Error, Result};
 
 #[cfg(feature = "cuda")]
@@ -143,43 +144,31 @@ macro_rules! dispatch {
 }
 
 impl LoadedModel {
-    /// Loads the model of `dir` onto `kind`.
+    /// Builds the model of `config` from `checkpoint` on the backend `kind` (device 0 for
+    /// CUDA). [`crate::ModelDir::load`] is the usual way in.
     ///
     /// # Errors
-    /// [`Error::BackendUnavailable`] (checked before anything is read), then the errors of
-    /// [`Model::from_checkpoint`] and [`crate::hf::Checkpoint::open`].
-    pub fn load(dir: &ModelDir, kind: BackendKind) -> Result<Self> {
-        Self::load_with_progress(dir, kind, |_, _| {})
-    }
-
-    /// [`LoadedModel::load`], calling `on_progress(done, total)` (bytes of tensor data) as
-    /// the weights are read, for a progress bar.
-    ///
-    /// # Errors
-    /// As [`LoadedModel::load`].
-    pub fn load_with_progress(
-        dir: &ModelDir,
+    /// [`Error::BackendUnavailable`] when `kind` cannot run here, then the errors of
+    /// [`TransformerConfig::load`].
+    pub fn from_checkpoint(
         kind: BackendKind,
-        on_progress: impl Fn(u64, u64) + 'static,
+        config: TransformerConfig,
+        checkpoint: &Checkpoint,
     ) -> Result<Self> {
         kind.check_available()?;
-        let checkpoint = dir.checkpoint()?.with_progress(on_progress);
-        let config = dir.config().clone();
         match kind {
             BackendKind::Ndarray => Ok(LoadedModel::Ndarray(Model::from_checkpoint(
                 config,
-                &checkpoint,
+                checkpoint,
                 NdArrayDevice::Cpu,
             )?)),
             BackendKind::Flex => Ok(LoadedModel::Flex(Model::from_checkpoint(
-                config,
-                &checkpoint,
-                FlexDevice,
+                config, checkpoint, FlexDevice,
             )?)),
             #[cfg(feature = "cuda")]
             BackendKind::Cuda => Ok(LoadedModel::Cuda(Model::from_checkpoint(
                 config,
-                &checkpoint,
+                checkpoint,
                 CudaDevice::new(0),
             )?)),
             #[cfg(not(feature = "cuda"))]
@@ -200,8 +189,8 @@ impl LoadedModel {
         }
     }
 
-    /// The model's configuration.
-    pub fn config(&self) -> &ModelConfig {
+    /// What the model is made of.
+    pub fn config(&self) -> &TransformerConfig {
         dispatch!(self, m => m.config())
     }
 
@@ -222,13 +211,13 @@ impl LoadedModel {
     }
 }
 
-impl LogitsSource for LoadedModel {
+impl LanguageModel for LoadedModel {
     fn vocab_size(&self) -> usize {
-        self.config().vocab_size
+        self.config().vocab_size()
     }
 
     fn context_len(&self) -> usize {
-        self.config().max_position_embeddings
+        self.config().context_len
     }
 
     fn position(&self) -> usize {
@@ -239,8 +228,8 @@ impl LogitsSource for LoadedModel {
         dispatch!(self, m => m.reset())
     }
 
-    fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.forward_last(tokens)
+    fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
+        self.forward_last(tokens).map_err(Into::into)
     }
 }
 

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while loading a model directory, running the model or
-/// generating text.
+/// Everything that can go wrong while loading a model directory or running the model. (The
+/// generation loop's own errors are `sieve_engine::Error`; this error becomes its
+/// `Model` or `Detokenize` case.)
 ///
 /// Messages name the file and, for weights, the tensor with the expected and found shape or
 /// dtype, so the command line can print them as they are.
@@ -136,21 +137,14 @@ pub enum Error {
         /// The context length (`max_position_embeddings`).
         context: usize,
     },
-    /// An empty stop string (it would stop before the first character).
-    #[error("stop strings must not be empty")]
-    EmptyStop,
-    /// A logits vector of another length than the vocabulary the loop was set up with.
-    #[error("the logits source returned {found} logits, expected {expected}")]
-    LogitsLength {
-        /// The vocabulary size.
-        expected: usize,
-        /// The length returned.
-        found: usize,
-    },
-    /// The sampler pipeline failed.
-    #[error("sampling: {0}")]
-    Sampling(#[from] sieve_core::Error),
 }
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<Error> for sieve_engine::Error {
+    /// A model error inside the loop ([`sieve_engine::Error::Model`]), with its message.
+    fn from(e: Error) -> Self {
+        sieve_engine::Error::Model(Box::new(e))
+    }
+}

@@ -2,43 +2,50 @@
 //!
 //! The model side of sieve: a Llama-family transformer written against Burn's `Backend`
 //! trait (run on burn-ndarray, burn-flex or, with the `cuda` feature, burn-cuda, chosen at run
-//! time), the loader of Hugging Face model directories (`config.json`, safetensors weights,
-//! `tokenizer.json`, `generation_config.json`), and the generation loop that joins a model to
-//! a `sieve_core::Pipeline`.
+//! time), one file per model family mapping `config.json` onto the modules' own configs, the
+//! loader of Hugging Face model directories, and the tokenizer. It implements
+//! `sieve_engine::LanguageModel` and `sieve_engine::Detokenize`, so the generation loop of
+//! `sieve-engine` (which knows no tensor library) runs on it.
+//!
+//! Data flows one way, and each module imports only those before it:
 //!
 //! ```text
-//! ModelDir::open(dir) ─► .load(BackendKind) ─► LoadedModel ──┐ (LogitsSource)
-//!                     └► .tokenizer()        ─► Tokenizer  ──┼► generate(…, Pipeline, …)
-//!                                                            └─► Generation { text, tokens, finish, stats }
+//!  hf            families                     model                     backend
+//!  config.json ─► family_of ─► Family ────────► TransformerConfig ─load─► Model<B> ─► LoadedModel
+//!  (ConfigJson)   (registry)   (llama, mistral,  (Attention/Mlp/Norm/      (KV cache)  (ndarray | flex
+//!                               qwen2 files)      Rope/Embedding configs)               | cuda)
+//!  safetensors ─► Checkpoint ───────────────────────────────────────────┘
+//!
+//!  dir: ModelDir::open(path) ─► .tokenizer() ─► Tokenizer   (reads tokenizer.json only)
+//!                            └► .load(BackendKind) ─► LoadedModel ─► sieve_engine::generate
 //! ```
 //!
-//! - [`hf`] reads directories: [`ModelDir`], [`ModelConfig`], [`GenerationConfig`],
-//!   [`Checkpoint`];
-//! - [`model`] holds the transformer in small files and [`Model`], generic over the backend;
+//! - [`hf`] reads the files without knowing any family: [`ConfigJson`], [`Checkpoint`],
+//!   [`GenerationConfig`];
+//! - [`families`] maps a `config.json` onto a [`TransformerConfig`]: [`Family`],
+//!   [`FAMILIES`];
+//! - [`model`] holds the transformer in small `XConfig` + `X` files and [`Model`], generic
+//!   over the backend;
 //! - [`backend`] picks the backend: [`BackendKind`], [`LoadedModel`];
-//! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`];
-//! - [`generate`](mod@generate) is the loop: [`generate()`], [`LogitsSource`],
-//!   [`Detokenize`], stop strings and stats;
-//! - [`bench`](mod@bench) times a model alone: [`time_model`].
+//! - [`dir`] is the one loading path: [`ModelDir`];
+//! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`].
 //!
 //! Correctness is defined by Hugging Face transformers: the tests compare the logits of tiny
 //! random checkpoints made by `tools/make_fixtures.py` with those transformers computed.
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod bench;
+pub mod dir;
 mod error;
-pub mod generate;
+pub mod families;
 pub mod hf;
 pub mod model;
 pub mod tokenizer;
 
 pub use backend::{BackendKind, LoadedModel};
-pub use bench::{time_model, ModelTimings};
+pub use dir::ModelDir;
 pub use error::{Error, Result};
-pub use generate::{
-    generate, Detokenize, FinishReason, GenerateOptions, Generation, GenerationStats, LogitsSource,
-};
-pub use hf::{Checkpoint, GenerationConfig, ModelConfig, ModelDir};
-pub use model::Model;
+pub use families::{Family, FAMILIES};
+pub use hf::{Checkpoint, ConfigJson, GenerationConfig};
+pub use model::{Model, TransformerConfig};
 pub use tokenizer::Tokenizer;

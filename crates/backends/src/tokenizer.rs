@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use tokenizers::DecoderWrapper;
 
-use crate::generate::Detokenize;
+use sieve_engine::Detokenize;
+
 use crate::{Error, Result};
 
 /// How a token's string maps to the bytes it stands for, read from the tokenizer's decoder.
@@ -171,8 +172,8 @@ impl Tokenizer {
 }
 
 impl Detokenize for Tokenizer {
-    fn decode(&self, ids: &[u32]) -> Result<String> {
-        Tokenizer::decode(self, ids)
+    fn decode(&self, ids: &[u32]) -> sieve_engine::Result<String> {
+        Tokenizer::decode(self, ids).map_err(|e| sieve_engine::Error::Detokenize(Box::new(e)))
     }
 }
 

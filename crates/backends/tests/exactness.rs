@@ -4,7 +4,8 @@
 mod common;
 
 use common::{fixture, greedy_pipeline, max_abs_diff, FIXTURES, TOLERANCE};
-use sieve_backends::{generate, BackendKind, GenerateOptions, LoadedModel, ModelDir};
+use sieve_backends::{BackendKind, LoadedModel, ModelDir};
+use sieve_engine::{generate, GenerateOptions, LanguageModel};
 
 const CPU: [BackendKind; 2] = [BackendKind::Ndarray, BackendKind::Flex];
 
@@ -77,7 +78,7 @@ fn last_position_logits_equal_the_last_row_and_reset_starts_over() {
             max_abs_diff(&last, f.logits.last().unwrap()) <= TOLERANCE,
             "{name}"
         );
-        sieve_backends::LogitsSource::reset(&mut model);
+        LanguageModel::reset(&mut model);
         let again = model.forward_last(&tokens[..10]).unwrap();
         assert!(max_abs_diff(&again, &f.logits[9]) <= TOLERANCE, "{name}");
     }
@@ -89,7 +90,7 @@ fn greedy_generation_reproduces_transformers_generate() {
         let f = fixture(name);
         let dir = ModelDir::open(&f.dir).unwrap();
         let tokenizer = dir.tokenizer().unwrap();
-        let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
+        let vocab = dir.vocab(&tokenizer);
         for kind in CPU {
             let mut model = dir.load(kind).unwrap();
             let g = &f.expected.greedy;

@@ -334,7 +334,7 @@ fn tokenizer_errors_name_the_file() {
 fn bad_inputs_to_a_loaded_model_are_errors() {
     let dir = ModelDir::open(common::fixture_dir("llama-f32-linear")).unwrap();
     let mut model = dir.load(BackendKind::Ndarray).unwrap();
-    let vocab = dir.config().vocab_size as u32;
+    let vocab = dir.vocab_size() as u32;
     assert!(matches!(
         model.forward_last(&[]).unwrap_err(),
         Error::EmptyPrompt
@@ -345,14 +345,14 @@ fn bad_inputs_to_a_loaded_model_are_errors() {
         }
         e => panic!("{e:?}"),
     }
-    let context = dir.config().max_position_embeddings;
+    let context = dir.context_len();
     let too_long = vec![1u32; context + 1];
     assert!(matches!(
         model.forward_last(&too_long).unwrap_err(),
         Error::ContextOverflow { .. }
     ));
     // Errors leave the cache as it was.
-    assert_eq!(sieve_backends::LogitsSource::position(&model), 0);
+    assert_eq!(sieve_engine::LanguageModel::position(&model), 0);
     model.forward_last(&vec![1u32; context]).unwrap();
     assert!(matches!(
         model.forward_last(&[1]).unwrap_err(),

@@ -86,7 +86,7 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
     let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
     let dir = ModelDir::open(&path).map_err(at)?;
     let tokenizer = dir.tokenizer().map_err(at)?;
-    let vocab = tokenizer.vocab(dir.config().vocab_size, dir.eos_ids());
+    let vocab = dir.vocab(&tokenizer);
     Ok(ModelFiles {
         dir,
         tokenizer,
@@ -101,12 +101,14 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
 pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failure> {
     let bar = weights_bar();
     let drawn = bar.clone();
-    let model = LoadedModel::load_with_progress(&files.dir, backend, move |done, total| {
-        drawn.set_length(total);
-        drawn.set_position(done);
-    })
-    .map_err(|e| anyhow::anyhow!("loading {}: {e}", files.dir.path().display()))
-    .runtime();
+    let model = files
+        .dir
+        .load_with_progress(backend, move |done, total| {
+            drawn.set_length(total);
+            drawn.set_position(done);
+        })
+        .map_err(|e| anyhow::anyhow!("loading {}: {e}", files.dir.path().display()))
+        .runtime();
     bar.finish_and_clear();
     Ok(OpenModel {
         files,
@@ -164,7 +166,7 @@ pub fn prompt_tokens(
     prompt: Option<&str>,
     tokens: Option<&str>,
 ) -> Result<Vec<u32>, Failure> {
-    let vocab = open.dir.config().vocab_size;
+    let vocab = open.dir.vocab_size();
     let ids = match (prompt, tokens) {
         (_, Some(tokens)) => crate::input::parse_history(tokens, vocab)
             .map_err(|e| Failure::usage(format!("--tokens: {e}")))?,

@@ -5,18 +5,69 @@
 //! GQA without copying keys: query head `h` uses key/value head `h / groups` (transformers'
 //! `repeat_kv` order), so the `[heads, n, d]` queries are viewed as `[kv_heads, groups·n, d]`
 //! and multiplied by each key/value head once.
+//!
+//! [`AttentionConfig`] → [`Attention`].
 
 use burn_tensor::activation::softmax;
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
 use super::cache::LayerCache;
-use super::linear::Linear;
+use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
 use super::rope::RopeTables;
-use crate::hf::ModelConfig;
 use crate::Result;
+
+/// The shape of one layer's [`Attention`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionConfig {
+    /// Width of the residual stream (`hidden_size`).
+    pub hidden_size: usize,
+    /// Number of query heads.
+    pub num_heads: usize,
+    /// Number of key/value heads (grouped-query attention when below `num_heads`; must
+    /// divide it).
+    pub num_kv_heads: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Whether the q, k and v projections have a bias.
+    pub qkv_bias: bool,
+    /// Whether the output projection has a bias.
+    pub o_bias: bool,
+    /// The sliding window (a query sees the last `w` positions, itself included), or `None`
+    /// for full causal attention.
+    pub sliding_window: Option<usize>,
+}
+
+impl AttentionConfig {
+    /// Number of query heads sharing one key/value head.
+    pub fn group_size(&self) -> usize {
+        self.num_heads / self.num_kv_heads
+    }
+
+    /// Loads `{prefix}.{q,k,v,o}_proj`.
+    ///
+    /// # Errors
+    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
+    /// [`crate::Error::TensorDtype`].
+    pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<Attention<B>> {
+        let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let hidden = self.hidden_size;
+        let qkv = |out: usize| LinearConfig::new(hidden, out).with_bias(self.qkv_bias);
+        let o = LinearConfig::new(h * d, hidden).with_bias(self.o_bias);
+        Ok(Attention {
+            q_proj: qkv(h * d).load(w, &format!("{prefix}.q_proj"))?,
+            k_proj: qkv(kv * d).load(w, &format!("{prefix}.k_proj"))?,
+            v_proj: qkv(kv * d).load(w, &format!("{prefix}.v_proj"))?,
+            o_proj: o.load(w, &format!("{prefix}.o_proj"))?,
+            num_heads: h,
+            num_kv_heads: kv,
+            head_dim: d,
+            window: self.sliding_window,
+        })
+    }
+}
 
 /// The attention sublayer of one decoder layer (`model.layers.{i}.self_attn`).
 #[derive(Debug, Clone)]
@@ -32,27 +83,6 @@ pub struct Attention<B: Backend> {
 }
 
 impl<B: Backend> Attention<B> {
-    /// Loads `{prefix}.{q,k,v,o}_proj` for layer `layer` of `cfg`.
-    pub(crate) fn load(
-        w: &Loader<'_, B>,
-        prefix: &str,
-        cfg: &ModelConfig,
-        layer: usize,
-    ) -> Result<Self> {
-        let (h, kv, d) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
-        let hidden = cfg.hidden_size;
-        Ok(Attention {
-            q_proj: Linear::load(w, &format!("{prefix}.q_proj"), hidden, h * d, cfg.qkv_bias)?,
-            k_proj: Linear::load(w, &format!("{prefix}.k_proj"), hidden, kv * d, cfg.qkv_bias)?,
-            v_proj: Linear::load(w, &format!("{prefix}.v_proj"), hidden, kv * d, cfg.qkv_bias)?,
-            o_proj: Linear::load(w, &format!("{prefix}.o_proj"), h * d, hidden, cfg.o_bias)?,
-            num_heads: h,
-            num_kv_heads: kv,
-            head_dim: d,
-            window: cfg.sliding_windows.get(layer).copied().flatten(),
-        })
-    }
-
     /// Attends the `n` new positions (after `past` cached ones) to everything before them and
     /// appends their keys and values to `cache`.
     ///

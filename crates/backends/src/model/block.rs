@@ -1,16 +1,50 @@
-//! One pre-norm decoder layer: `h = x + attn(norm₁(x))`, `y = h + mlp(norm₂(h))`.
+//! One pre-norm decoder layer: `h = x + attn(norm₁(x))`, `y = h + mlp(norm₂(h))`:
+//! [`DecoderLayerConfig`] → [`DecoderLayer`].
 
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-use super::attention::Attention;
+use super::attention::{Attention, AttentionConfig};
 use super::cache::LayerCache;
 use super::loader::Loader;
-use super::mlp::Mlp;
-use super::norm::RmsNorm;
+use super::mlp::{Mlp, MlpConfig};
+use super::norm::{NormConfig, RmsNorm};
 use super::rope::RopeTables;
-use crate::hf::ModelConfig;
 use crate::Result;
+
+/// The parts of one [`DecoderLayer`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecoderLayerConfig {
+    /// The attention sublayer (with this layer's window).
+    pub attention: AttentionConfig,
+    /// The MLP sublayer.
+    pub mlp: MlpConfig,
+    /// Both norms (`input_layernorm`, `post_attention_layernorm`).
+    pub norm: NormConfig,
+}
+
+impl DecoderLayerConfig {
+    /// Loads `{prefix}.*` (`model.layers.{i}` in Hugging Face checkpoints).
+    ///
+    /// # Errors
+    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
+    /// [`crate::Error::TensorDtype`].
+    pub(crate) fn load<B: Backend>(
+        &self,
+        w: &Loader<'_, B>,
+        prefix: &str,
+    ) -> Result<DecoderLayer<B>> {
+        let p = prefix;
+        Ok(DecoderLayer {
+            input_layernorm: self.norm.load(w, &format!("{p}.input_layernorm"))?,
+            self_attn: self.attention.load(w, &format!("{p}.self_attn"))?,
+            post_attention_layernorm: self
+                .norm
+                .load(w, &format!("{p}.post_attention_layernorm"))?,
+            mlp: self.mlp.load(w, &format!("{p}.mlp"))?,
+        })
+    }
+}
 
 /// `model.layers.{i}`: attention and MLP, each behind an RMSNorm and a residual connection.
 #[derive(Debug, Clone)]
@@ -22,23 +56,8 @@ pub struct DecoderLayer<B: Backend> {
 }
 
 impl<B: Backend> DecoderLayer<B> {
-    /// Loads layer `i` (`model.layers.{i}.*`).
-    pub(crate) fn load(w: &Loader<'_, B>, cfg: &ModelConfig, i: usize) -> Result<Self> {
-        let p = format!("model.layers.{i}");
-        let (h, eps) = (cfg.hidden_size, cfg.rms_norm_eps);
-        Ok(DecoderLayer {
-            input_layernorm: RmsNorm::load(w, &format!("{p}.input_layernorm"), h, eps)?,
-            self_attn: Attention::load(w, &format!("{p}.self_attn"), cfg, i)?,
-            post_attention_layernorm: RmsNorm::load(
-                w,
-                &format!("{p}.post_attention_layernorm"),
-                h,
-                eps,
-            )?,
-            mlp: Mlp::load(w, &format!("{p}.mlp"), cfg)?,
-        })
-    }
-
+    /// Runs the layer on the `n` new positions (after `past` cached ones).
+    ///
     /// # Shapes
     /// `x`: `[n, hidden]` → `[n, hidden]`.
     pub fn forward(

@@ -1,7 +1,41 @@
-//! Token embedding: one row of `model.embed_tokens.weight` per token id.
+//! Token embedding: one row of `model.embed_tokens.weight` per token id; with tied weights the
+//! same matrix is the output projection. [`EmbeddingConfig`] → [`Embedding`].
 
 use burn_tensor::backend::Backend;
 use burn_tensor::{Int, Tensor};
+
+use super::linear::Linear;
+use super::loader::Loader;
+use crate::Result;
+
+/// The shape of the [`Embedding`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddingConfig {
+    /// Number of token ids (rows).
+    pub vocab_size: usize,
+    /// Width of one embedding (`hidden_size`).
+    pub hidden_size: usize,
+    /// Whether the output projection is this matrix (`tie_word_embeddings`).
+    pub tied: bool,
+}
+
+impl EmbeddingConfig {
+    /// Loads `{prefix}.weight` (`[vocab_size, hidden_size]`), kept in the orientation a tied
+    /// output projection multiplies by when `tied`.
+    ///
+    /// # Errors
+    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
+    /// [`crate::Error::TensorDtype`].
+    pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<Embedding<B>> {
+        let name = format!("{prefix}.weight");
+        let (vocab, hidden) = (self.vocab_size, self.hidden_size);
+        Ok(if self.tied {
+            Embedding::Columns(w.matrix_transposed(&name, vocab, hidden)?)
+        } else {
+            Embedding::Rows(w.matrix(&name, vocab, hidden)?)
+        })
+    }
+}
 
 /// The embedding matrix, kept in whichever orientation the model stores it once.
 #[derive(Debug, Clone)]
@@ -14,12 +48,23 @@ pub enum Embedding<B: Backend> {
 }
 
 impl<B: Backend> Embedding<B> {
+    /// The embeddings of `ids`.
+    ///
     /// # Shapes
     /// `ids`: `[n]` → `[n, hidden]`.
     pub fn forward(&self, ids: Tensor<B, 1, Int>) -> Tensor<B, 2> {
         match self {
             Embedding::Rows(w) => w.clone().select(0, ids),
             Embedding::Columns(w) => w.clone().select(1, ids).transpose(),
+        }
+    }
+
+    /// The output projection sharing this matrix (tied embeddings), or `None` when the
+    /// matrix is stored as rows (the model has its own `lm_head`).
+    pub fn tied_output(&self) -> Option<Linear<B>> {
+        match self {
+            Embedding::Rows(_) => None,
+            Embedding::Columns(w) => Some(Linear::from_transposed(w.clone())),
         }
     }
 }

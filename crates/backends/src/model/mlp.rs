@@ -1,14 +1,41 @@
 //! The SwiGLU feed-forward block (Shazeer 2020, arXiv:2002.05202) of Llama-family models:
-//! `down(silu(gate(x)) ⊙ up(x))`.
+//! `down(silu(gate(x)) ⊙ up(x))`: [`MlpConfig`] → [`Mlp`].
 
 use burn_tensor::activation::silu;
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-use super::linear::Linear;
+use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
-use crate::hf::ModelConfig;
 use crate::Result;
+
+/// The shape of an [`Mlp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MlpConfig {
+    /// Width of the residual stream (`hidden_size`).
+    pub hidden_size: usize,
+    /// Width of the gated layer (`intermediate_size`).
+    pub intermediate_size: usize,
+    /// Whether the three projections have a bias (Llama's `mlp_bias`).
+    pub bias: bool,
+}
+
+impl MlpConfig {
+    /// Loads `{prefix}.{gate,up,down}_proj`.
+    ///
+    /// # Errors
+    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
+    /// [`crate::Error::TensorDtype`].
+    pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<Mlp<B>> {
+        let up = LinearConfig::new(self.hidden_size, self.intermediate_size).with_bias(self.bias);
+        let down = LinearConfig::new(self.intermediate_size, self.hidden_size).with_bias(self.bias);
+        Ok(Mlp {
+            gate_proj: up.load(w, &format!("{prefix}.gate_proj"))?,
+            up_proj: up.load(w, &format!("{prefix}.up_proj"))?,
+            down_proj: down.load(w, &format!("{prefix}.down_proj"))?,
+        })
+    }
+}
 
 /// The MLP sublayer of one decoder layer (`model.layers.{i}.mlp`).
 #[derive(Debug, Clone)]
@@ -19,16 +46,6 @@ pub struct Mlp<B: Backend> {
 }
 
 impl<B: Backend> Mlp<B> {
-    /// Loads `{prefix}.{gate,up,down}_proj`.
-    pub(crate) fn load(w: &Loader<'_, B>, prefix: &str, cfg: &ModelConfig) -> Result<Self> {
-        let (hidden, inter, bias) = (cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias);
-        Ok(Mlp {
-            gate_proj: Linear::load(w, &format!("{prefix}.gate_proj"), hidden, inter, bias)?,
-            up_proj: Linear::load(w, &format!("{prefix}.up_proj"), hidden, inter, bias)?,
-            down_proj: Linear::load(w, &format!("{prefix}.down_proj"), inter, hidden, bias)?,
-        })
-    }
-
     /// # Shapes
     /// `x`: `[n, hidden]` → `[n, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {

@@ -3,6 +3,13 @@
 //! [`mlp`], [`block`], [`cache`], [`transformer`]; [`Model`] joins the weights to a KV cache
 //! and reads logits back to the host.
 //!
+//! Each module follows Burn's `XConfig` + `X` pattern: a small plain config
+//! ([`LinearConfig`], [`NormConfig`], [`EmbeddingConfig`], [`RopeConfig`],
+//! [`AttentionConfig`], [`MlpConfig`], [`DecoderLayerConfig`], [`TransformerConfig`]) whose
+//! `load`/`init` builds the module from a checkpoint, and `X::forward` with a `# Shapes`
+//! section. No module reads `config.json`: a model family (`crate::families`) maps it onto
+//! these configs.
+//!
 //! Everything runs in `f32`; checkpoints in `f16`/`bf16` are widened on load. Batch size is 1.
 
 pub mod attention;
@@ -17,13 +24,20 @@ pub mod norm;
 pub mod rope;
 pub mod transformer;
 
-use std::path::Path;
-
 use burn_tensor::backend::Backend;
 use burn_tensor::{Int, Tensor, TensorData};
+use sieve_engine::LanguageModel;
 
-use crate::generate::LogitsSource;
-use crate::hf::{Checkpoint, ModelConfig, CONFIG_FILE};
+pub use attention::AttentionConfig;
+pub use block::DecoderLayerConfig;
+pub use embedding::EmbeddingConfig;
+pub use linear::LinearConfig;
+pub use mlp::MlpConfig;
+pub use norm::NormConfig;
+pub use rope::{RopeConfig, RopeScaling};
+pub use transformer::TransformerConfig;
+
+use crate::hf::Checkpoint;
 use crate::{Error, Result};
 use cache::KvCache;
 use transformer::{Positions, Transformer};
@@ -36,34 +50,22 @@ use transformer::{Positions, Transformer};
 pub struct Model<B: Backend> {
     transformer: Transformer<B>,
     cache: KvCache<B>,
-    config: ModelConfig,
+    config: TransformerConfig,
     device: B::Device,
 }
 
 impl<B: Backend> Model<B> {
-    /// Loads `config.json` and the safetensors weights of the Hugging Face directory `dir`
-    /// onto `device`.
+    /// Builds the model of `config` from an opened checkpoint, with an empty cache.
     ///
     /// # Errors
-    /// Any [`Error`] of [`ModelConfig::from_file`], [`Checkpoint::open`] and
-    /// [`Transformer::load`], naming the file (and the tensor).
-    pub fn load(dir: &Path, device: B::Device) -> Result<Self> {
-        let config = ModelConfig::from_file(&dir.join(CONFIG_FILE))?;
-        let checkpoint = Checkpoint::open(dir)?;
-        Self::from_checkpoint(config, &checkpoint, device)
-    }
-
-    /// Builds the model of `config` from an opened checkpoint.
-    ///
-    /// # Errors
-    /// As [`Transformer::load`].
+    /// As [`TransformerConfig::load`].
     pub fn from_checkpoint(
-        config: ModelConfig,
+        config: TransformerConfig,
         checkpoint: &Checkpoint,
         device: B::Device,
     ) -> Result<Self> {
-        let transformer = Transformer::load(checkpoint, &config, &device)?;
-        let cache = KvCache::new(config.num_layers);
+        let transformer = config.load(checkpoint, &device)?;
+        let cache = KvCache::new(config.layers.len());
         Ok(Model {
             transformer,
             cache,
@@ -72,8 +74,8 @@ impl<B: Backend> Model<B> {
         })
     }
 
-    /// The model's configuration.
-    pub fn config(&self) -> &ModelConfig {
+    /// What the model is made of.
+    pub fn config(&self) -> &TransformerConfig {
         &self.config
     }
 
@@ -119,7 +121,7 @@ impl<B: Backend> Model<B> {
             .forward(ids, &mut self.cache, Positions::All);
         let flat = read_f32(logits)?;
         Ok(flat
-            .chunks_exact(self.config.vocab_size)
+            .chunks_exact(self.config.vocab_size())
             .map(<[f32]>::to_vec)
             .collect())
     }
@@ -129,11 +131,11 @@ impl<B: Backend> Model<B> {
         if tokens.is_empty() {
             return Err(Error::EmptyPrompt);
         }
-        let vocab_size = self.config.vocab_size;
+        let vocab_size = self.config.vocab_size();
         if let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab_size) {
             return Err(Error::TokenOutOfRange { token, vocab_size });
         }
-        let context = self.config.max_position_embeddings;
+        let context = self.config.context_len;
         let total = self.cache.len() + tokens.len();
         if total > context {
             return Err(Error::ContextOverflow {
@@ -159,13 +161,13 @@ fn read_f32<B: Backend, const D: usize>(t: Tensor<B, D>) -> Result<Vec<f32>> {
     })
 }
 
-impl<B: Backend> LogitsSource for Model<B> {
+impl<B: Backend> LanguageModel for Model<B> {
     fn vocab_size(&self) -> usize {
-        self.config.vocab_size
+        self.config.vocab_size()
     }
 
     fn context_len(&self) -> usize {
-        self.config.max_position_embeddings
+        self.config.context_len
     }
 
     fn position(&self) -> usize {
@@ -176,7 +178,7 @@ impl<B: Backend> LogitsSource for Model<B> {
         Model::reset(self);
     }
 
-    fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.forward_last(tokens)
+    fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
+        self.forward_last(tokens).map_err(Into::into)
     }
 }

@@ -7,11 +7,54 @@
 //! in `f32` the way transformers does (`1 / θ^(2i/d)`, then the `linear` or `llama3` rescaling
 //! of `ROPE_INIT_FUNCTIONS`); angles are `position · inv_freq` in `f32`, their cosine and sine
 //! are taken in `f64` and rounded.
+//!
+//! [`RopeConfig`] → [`Rope`] → [`RopeTables`] per forward pass.
 
 use burn_tensor::backend::Backend;
 use burn_tensor::{Tensor, TensorData};
 
-use crate::hf::RopeScaling;
+/// How RoPE frequencies are rescaled for longer contexts (transformers'
+/// `ROPE_INIT_FUNCTIONS`); the attention factor of these kinds is always 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RopeScaling {
+    /// Plain RoPE.
+    None,
+    /// `linear`: every inverse frequency is divided by `factor` (positions are interpolated).
+    Linear {
+        /// The divisor.
+        factor: f64,
+    },
+    /// `llama3` (Llama 3.1/3.2): low frequencies divided by `factor`, high ones kept, the band
+    /// between smoothly interpolated.
+    Llama3 {
+        /// Divisor of the low frequencies.
+        factor: f64,
+        /// Wavelengths above `original_max_position_embeddings / low_freq_factor` are scaled.
+        low_freq_factor: f64,
+        /// Wavelengths below `original_max_position_embeddings / high_freq_factor` are kept.
+        high_freq_factor: f64,
+        /// The context length the model was pre-trained with.
+        original_max_position_embeddings: f64,
+    },
+}
+
+/// The rotary embedding of one head size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RopeConfig {
+    /// Width of one head (even).
+    pub head_dim: usize,
+    /// The base θ (`rope_theta`).
+    pub theta: f64,
+    /// The frequency scaling.
+    pub scaling: RopeScaling,
+}
+
+impl RopeConfig {
+    /// The inverse frequencies of this configuration.
+    pub fn init(&self) -> Rope {
+        Rope::new(self.head_dim, self.theta, self.scaling)
+    }
+}
 
 /// The inverse frequencies of one head, and the tables built from them on demand.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +75,7 @@ pub struct RopeTables<B: Backend> {
 
 impl Rope {
     /// The frequencies for heads of `head_dim` (even) with base `theta` and `scaling`.
-    pub fn new(head_dim: usize, theta: f64, scaling: RopeScaling) -> Self {
+    fn new(head_dim: usize, theta: f64, scaling: RopeScaling) -> Self {
         let base = theta as f32;
         let dim = head_dim as f32;
         let default: Vec<f32> = (0..head_dim / 2)

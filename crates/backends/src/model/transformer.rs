@@ -1,18 +1,82 @@
 //! The decoder-only transformer of the Llama family (`LlamaForCausalLM` and its Mistral and
 //! Qwen2 variants): embedding, pre-norm decoder layers, final RMSNorm, output projection.
+//! [`TransformerConfig`] (built by a family from `config.json`) → [`Transformer`].
 
 use burn_tensor::backend::Backend;
 use burn_tensor::{Int, Tensor};
 
-use super::block::DecoderLayer;
+use super::block::{DecoderLayer, DecoderLayerConfig};
 use super::cache::KvCache;
-use super::embedding::Embedding;
-use super::linear::Linear;
+use super::embedding::{Embedding, EmbeddingConfig};
+use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
-use super::norm::RmsNorm;
-use super::rope::Rope;
-use crate::hf::{Checkpoint, ModelConfig};
+use super::norm::{NormConfig, RmsNorm};
+use super::rope::{Rope, RopeConfig};
+use crate::hf::Checkpoint;
 use crate::Result;
+
+/// Everything a [`Transformer`] is made of, layer by layer: what a model family's
+/// `config.json` means, with the family's defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransformerConfig {
+    /// The token embedding (and whether the output projection shares it).
+    pub embedding: EmbeddingConfig,
+    /// The decoder layers, in order (each with its own attention window).
+    pub layers: Vec<DecoderLayerConfig>,
+    /// The final norm (`model.norm`).
+    pub norm: NormConfig,
+    /// The rotary embedding shared by every layer.
+    pub rope: RopeConfig,
+    /// The most positions a sequence may hold (`max_position_embeddings`).
+    pub context_len: usize,
+}
+
+impl TransformerConfig {
+    /// The logits length.
+    pub fn vocab_size(&self) -> usize {
+        self.embedding.vocab_size
+    }
+
+    /// Width of the residual stream.
+    pub fn hidden_size(&self) -> usize {
+        self.embedding.hidden_size
+    }
+
+    /// Loads every weight from `checkpoint` onto `device`, under the Hugging Face names
+    /// (`model.embed_tokens`, `lm_head`, `model.layers.{i}.…`, `model.norm`). With tied
+    /// embeddings the output projection is the embedding matrix and `lm_head.weight` is not
+    /// read.
+    ///
+    /// # Errors
+    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
+    /// [`crate::Error::TensorDtype`].
+    pub fn load<B: Backend>(
+        &self,
+        checkpoint: &Checkpoint,
+        device: &B::Device,
+    ) -> Result<Transformer<B>> {
+        let w = Loader::<B>::new(checkpoint, device);
+        let embed_tokens = self.embedding.load(&w, "model.embed_tokens")?;
+        let lm_head = match embed_tokens.tied_output() {
+            Some(shared) => shared,
+            None => LinearConfig::new(self.hidden_size(), self.vocab_size()).load(&w, "lm_head")?,
+        };
+        let layers = self
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, layer)| layer.load(&w, &format!("model.layers.{i}")))
+            .collect::<Result<_>>()?;
+        let norm = self.norm.load(&w, "model.norm")?;
+        Ok(Transformer {
+            embed_tokens,
+            layers,
+            norm,
+            lm_head,
+            rope: self.rope.init(),
+        })
+    }
+}
 
 /// Which positions a forward pass computes logits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,43 +98,6 @@ pub struct Transformer<B: Backend> {
 }
 
 impl<B: Backend> Transformer<B> {
-    /// Loads every weight of `cfg` from `checkpoint` onto `device`, under the Hugging Face
-    /// names (`model.embed_tokens`, `model.layers.{i}.…`, `model.norm`, `lm_head`). With
-    /// `tie_word_embeddings` the output projection is the embedding matrix and `lm_head.weight`
-    /// is not read.
-    ///
-    /// # Errors
-    /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
-    /// [`crate::Error::TensorDtype`].
-    pub fn load(checkpoint: &Checkpoint, cfg: &ModelConfig, device: &B::Device) -> Result<Self> {
-        let w = Loader::<B>::new(checkpoint, device);
-        let (vocab, hidden) = (cfg.vocab_size, cfg.hidden_size);
-        let (embed_tokens, lm_head) = if cfg.tie_word_embeddings {
-            let shared = w.matrix_transposed("model.embed_tokens.weight", vocab, hidden)?;
-            (
-                Embedding::Columns(shared.clone()),
-                Linear::from_transposed(shared),
-            )
-        } else {
-            let rows = w.matrix("model.embed_tokens.weight", vocab, hidden)?;
-            (
-                Embedding::Rows(rows),
-                Linear::load(&w, "lm_head", hidden, vocab, false)?,
-            )
-        };
-        let layers = (0..cfg.num_layers)
-            .map(|i| DecoderLayer::load(&w, cfg, i))
-            .collect::<Result<_>>()?;
-        let norm = RmsNorm::load(&w, "model.norm", hidden, cfg.rms_norm_eps)?;
-        Ok(Transformer {
-            embed_tokens,
-            layers,
-            norm,
-            lm_head,
-            rope: Rope::new(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling),
-        })
-    }
-
     /// Runs `ids` (already checked against the vocabulary) at the positions after those in
     /// `cache`, appends them to `cache`, and returns the logits.
     ///

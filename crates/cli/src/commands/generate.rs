@@ -21,8 +21,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use sieve_backends::{generate, GenerateOptions, Generation, GenerationConfig, GenerationStats};
+use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
+use sieve_engine::{generate, GenerateOptions, Generation, GenerationStats};
 
 use crate::error::Failure;
 use crate::plugins::PluginArgs;
@@ -127,7 +128,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     };
     let mut compiled = pipeline::compile(&text, registry, &cx)?;
     let prompt = model::prompt_tokens(&files, Some(&args.prompt), None)?;
-    let context = files.dir.config().max_position_embeddings;
+    let context = files.dir.context_len();
     if prompt.len() > context {
         return Err(Failure::usage(format!(
             "the prompt is {} tokens, longer than the model's context of {context}",
@@ -164,7 +165,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         &mut on_text,
     )
     .map_err(|e| match e {
-        sieve_backends::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
         e => Failure::Runtime(anyhow::Error::new(e)),
     })?;
     if let Some(e) = write_error {

@@ -47,7 +47,7 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
     let files = model::open_files(Some(&args.model))?;
     let tokens = model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?;
-    let context = files.dir.config().max_position_embeddings;
+    let context = files.dir.context_len();
     if tokens.len() > context {
         return Err(Failure::usage(format!(
             "{} tokens are more than the model's context of {context}",

@@ -2,20 +2,18 @@
 //!
 //! A prompt of `--prompt-len` token ids (cycling through the vocabulary from id 1, so every
 //! run feeds the same tokens) is prefilled in one forward pass; then `--gen` decode steps each
-//! feed the argmax of the previous logits (`sieve_backends::bench::time_model`). Reported:
-//! time to first token (the prefill), prefill tokens/s, and the median and p90 decode step
-//! with its tokens/s.
+//! feed the argmax of the previous logits (`sieve_engine::time_model`). Reported: time to first
+//! token (the prefill), prefill tokens/s, and the median and p90 decode step with its tokens/s.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use sieve_backends::bench::time_model;
+use sieve_engine::time_model;
 
 use crate::error::{Failure, ResultExt};
 use crate::model;
-use crate::stats::Summary;
 
 /// `sieve bench model`.
 #[derive(Debug, Args)]
@@ -69,8 +67,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     }
     let backend = model::backend(args.backend.as_deref())?;
     let mut open = model::open(Some(&args.model), backend)?;
-    let config = open.files.dir.config();
-    let (vocab, context) = (config.vocab_size, config.max_position_embeddings);
+    let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
     if args.prompt_len + args.generate > context {
         return Err(Failure::usage(format!(
             "--prompt-len {} + --gen {} exceeds the model's context of {context}",
@@ -83,12 +80,9 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let timings = time_model(&mut open.model, &prompt, args.generate)
         .map_err(anyhow::Error::new)
         .runtime()?;
-    let steps: Vec<f64> = timings
-        .decode
-        .iter()
-        .map(|d| d.as_secs_f64() * 1e3)
-        .collect();
-    let decode = Summary::of(&steps).ok_or_else(|| Failure::usage("no decode step"))?;
+    let decode = timings
+        .decode_step_ms()
+        .ok_or_else(|| Failure::usage("no decode step"))?;
     let report = ModelReport {
         backend: backend.name().to_string(),
         prompt_len: args.prompt_len,
@@ -97,7 +91,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         prefill_tokens_per_s: timings.prefill_tokens_per_second(),
         decode_median_ms: decode.median,
         decode_p90_ms: decode.p90,
-        decode_tokens_per_s: 1e3 / decode.median,
+        decode_tokens_per_s: timings.decode_tokens_per_second(),
     };
     Ok(if args.json {
         format!(

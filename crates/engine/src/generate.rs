@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use sieve_core::{Candidates, Context, Pipeline, Vocab};
 
-use super::detok::IncrementalDecoder;
-use super::source::{Detokenize, LogitsSource};
-use super::stats::{FinishReason, GenerationStats};
-use super::stop::StopStrings;
+use crate::detok::IncrementalDecoder;
+use crate::model::{Detokenize, LanguageModel};
+use crate::stats::{FinishReason, GenerationStats};
+use crate::stop::StopStrings;
 use crate::{Error, Result};
 
 /// What to generate besides the prompt.
@@ -20,7 +20,7 @@ use crate::{Error, Result};
 pub struct GenerateOptions<'a> {
     /// The most tokens to generate (an EOS token counts). 0 generates nothing.
     pub max_tokens: usize,
-    /// Stop strings (see [`super::StopStrings`] for the matching rules).
+    /// Stop strings (see [`crate::StopStrings`] for the matching rules).
     pub stop: Vec<String>,
     /// End-of-sequence ids: choosing one ends the generation (its text is not emitted).
     pub eos: Vec<u32>,
@@ -99,10 +99,10 @@ impl Stream<'_> {
 /// Generates text after `prompt`.
 ///
 /// Steps:
-/// 1. `source` is reset and `pipeline` is reset (random stages restart from their seeds);
+/// 1. `model` is reset and `pipeline` is reset (random stages restart from their seeds);
 ///    the prompt goes into the history, and into [`Pipeline::accept`] token by token when
 ///    [`GenerateOptions::accept_prompt`] is set.
-/// 2. Prefill: the whole prompt in one [`LogitsSource::next_logits`] call.
+/// 2. Prefill: the whole prompt in one [`LanguageModel::forward`] call.
 /// 3. Each step loads the logits into [`Candidates`], runs the pipeline with a [`Context`]
 ///    (history, prompt length, vocabulary, step index), passes the chosen token to
 ///    [`Pipeline::accept`] and appends it to the history.
@@ -116,9 +116,9 @@ impl Stream<'_> {
 /// # Errors
 /// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] (the prompt does not fit),
 /// [`Error::EmptyStop`], [`Error::LogitsLength`], [`Error::Sampling`] (a stage failed), and
-/// whatever `source` or `detokenizer` return.
+/// and what `model` ([`Error::Model`]) or `detokenizer` ([`Error::Detokenize`]) return.
 pub fn generate(
-    source: &mut dyn LogitsSource,
+    model: &mut dyn LanguageModel,
     detokenizer: &dyn Detokenize,
     pipeline: &mut Pipeline,
     prompt: &[u32],
@@ -130,14 +130,14 @@ pub fn generate(
     if prompt.is_empty() {
         return Err(Error::EmptyPrompt);
     }
-    let context = source.context_len();
+    let context = model.context_len();
     if prompt.len() > context {
         return Err(Error::ContextOverflow {
             tokens: prompt.len(),
             context,
         });
     }
-    source.reset();
+    model.reset();
     pipeline.reset();
     if options.accept_prompt {
         for &t in prompt {
@@ -164,10 +164,10 @@ pub fn generate(
         });
     }
     let mut decoder = IncrementalDecoder::new(detokenizer, prompt)?;
-    let vocab_size = source.vocab_size();
+    let vocab_size = model.vocab_size();
 
     let t = Instant::now();
-    let mut logits = source.next_logits(prompt)?;
+    let mut logits = model.forward(prompt)?;
     stats.prefill_time = t.elapsed();
 
     let mut candidates = Candidates::new();
@@ -211,7 +211,7 @@ pub fn generate(
             break FinishReason::Length;
         }
         let t = Instant::now();
-        logits = source.next_logits(&[token])?;
+        logits = model.forward(&[token])?;
         forward += t.elapsed();
     };
 

@@ -6,7 +6,7 @@
 //! them, and emit the difference unless it ends in U+FFFD (an incomplete character). Starting
 //! the window early keeps the spaces that SentencePiece decoders strip at the start of a text.
 
-use super::source::Detokenize;
+use crate::model::Detokenize;
 use crate::Result;
 
 /// How many tokens of context are decoded before the new ones, at most.

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::generate::LogitsSource;
+use crate::model::LanguageModel;
+use crate::stats::{tokens_per_second, Summary};
 use crate::{Error, Result};
 
 /// The timings of [`time_model`].
@@ -20,39 +21,33 @@ pub struct ModelTimings {
 impl ModelTimings {
     /// Prompt tokens per second of prefill (0 when nothing was measured).
     pub fn prefill_tokens_per_second(&self) -> f64 {
-        per_second(self.prompt_tokens, self.prefill)
+        tokens_per_second(self.prompt_tokens, self.prefill)
     }
 
-    /// Decode steps per second over all steps (0 when there was none).
+    /// The median and 90th percentile decode step, in milliseconds (`None` when there was
+    /// no step).
+    pub fn decode_step_ms(&self) -> Option<Summary> {
+        let steps: Vec<f64> = self.decode.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        Summary::of(&steps)
+    }
+
+    /// Decode tokens per second at the median step (one token per step): the rate a user
+    /// sees once the prompt is in, robust to a slow first step (0 when there was no step).
     pub fn decode_tokens_per_second(&self) -> f64 {
-        per_second(self.decode.len(), self.decode.iter().sum())
-    }
-
-    /// The median decode step (`None` when there was none).
-    pub fn decode_median(&self) -> Option<Duration> {
-        let mut sorted = self.decode.clone();
-        sorted.sort_unstable();
-        sorted.get(sorted.len() / 2).copied()
+        self.decode_step_ms().map_or(0.0, |s| {
+            tokens_per_second(1, Duration::from_secs_f64(s.median / 1e3))
+        })
     }
 }
 
-fn per_second(n: usize, time: Duration) -> f64 {
-    let secs = time.as_secs_f64();
-    if n == 0 || secs <= 0.0 {
-        0.0
-    } else {
-        n as f64 / secs
-    }
-}
-
-/// Resets `source`, prefills `prompt`, then runs `decode_tokens` single-token steps, each
+/// Resets `model`, prefills `prompt`, then runs `decode_tokens` single-token steps, each
 /// feeding the highest-logit token of the previous step (lowest id on ties).
 ///
 /// # Errors
 /// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] when `prompt` plus the decode steps do
-/// not fit the context (checked before anything runs), and the source's errors.
+/// not fit the context (checked before anything runs), and the model's errors.
 pub fn time_model(
-    source: &mut dyn LogitsSource,
+    model: &mut dyn LanguageModel,
     prompt: &[u32],
     decode_tokens: usize,
 ) -> Result<ModelTimings> {
@@ -60,22 +55,22 @@ pub fn time_model(
         return Err(Error::EmptyPrompt);
     }
     let total = prompt.len().saturating_add(decode_tokens);
-    let context = source.context_len();
+    let context = model.context_len();
     if total > context {
         return Err(Error::ContextOverflow {
             tokens: total,
             context,
         });
     }
-    source.reset();
+    model.reset();
     let t = Instant::now();
-    let mut logits = source.next_logits(prompt)?;
+    let mut logits = model.forward(prompt)?;
     let prefill = t.elapsed();
     let mut decode = Vec::with_capacity(decode_tokens);
     for _ in 0..decode_tokens {
         let next = argmax(&logits);
         let t = Instant::now();
-        logits = source.next_logits(&[next])?;
+        logits = model.forward(&[next])?;
         decode.push(t.elapsed());
     }
     Ok(ModelTimings {
@@ -106,7 +101,7 @@ mod tests {
         position: usize,
     }
 
-    impl LogitsSource for Counter {
+    impl LanguageModel for Counter {
         fn vocab_size(&self) -> usize {
             3
         }
@@ -119,7 +114,7 @@ mod tests {
         fn reset(&mut self) {
             self.position = 0;
         }
-        fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
             self.calls.push(tokens.to_vec());
             self.position += tokens.len();
             let mut l = vec![0.0; 3];
@@ -137,7 +132,30 @@ mod tests {
         let t = time_model(&mut c, &[0, 1], 3).unwrap();
         assert_eq!(c.calls, vec![vec![0, 1], vec![0], vec![1], vec![2]]);
         assert_eq!((t.prompt_tokens, t.decode.len()), (2, 3));
-        assert!(t.decode_median().is_some());
+        assert!(t.decode_step_ms().is_some());
+    }
+
+    #[test]
+    fn decode_speed_is_one_token_per_median_step() {
+        let ms = Duration::from_millis;
+        let t = ModelTimings {
+            prompt_tokens: 50,
+            prefill: ms(250),
+            decode: vec![ms(40), ms(10), ms(20), ms(20), ms(30)],
+        };
+        assert_eq!(t.prefill_tokens_per_second(), 200.0);
+        let steps = t.decode_step_ms().unwrap();
+        assert_eq!(steps.median, 20.0);
+        assert!((steps.p90 - 36.0).abs() < 1e-9);
+        assert!((t.decode_tokens_per_second() - 50.0).abs() < 1e-9);
+        let none = ModelTimings {
+            decode: Vec::new(),
+            ..t
+        };
+        assert_eq!(
+            (none.decode_step_ms(), none.decode_tokens_per_second()),
+            (None, 0.0)
+        );
     }
 
     #[test]

@@ -1,18 +1,19 @@
 //! The generation loop driven by scripted logits: UTF-8 streaming, stop strings with hold-back,
-//! EOS, token budget, context end, what stages see, and the stats.
+//! EOS, token budget, context end, what stages see, model and detokenizer errors, and the
+//! stats. No tensor library is compiled: the model is a script of logits, the tokenizer a
+//! byte table.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 
 use common::{greedy_pipeline, Argmax};
-use sieve_backends::{
-    generate, Detokenize, Error, FinishReason, GenerateOptions, Generation, LogitsSource, ModelDir,
-    Result,
-};
 use sieve_core::{Candidates, Context, Pipeline, Sampler};
+use sieve_engine::{
+    generate, Detokenize, Error, FinishReason, GenerateOptions, Generation, LanguageModel, Result,
+};
 
-/// A logits source that makes the greedy pipeline choose `script[i]` at step `i`.
+/// A model that makes the greedy pipeline choose `script[i]` at step `i`.
 struct Script {
     vocab: usize,
     context: usize,
@@ -33,7 +34,7 @@ impl Script {
     }
 }
 
-impl LogitsSource for Script {
+impl LanguageModel for Script {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
@@ -47,7 +48,7 @@ impl LogitsSource for Script {
         self.position = 0;
         self.calls.clear();
     }
-    fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         assert!(
             self.position + tokens.len() <= self.context,
             "fed past the context"
@@ -368,10 +369,10 @@ fn invalid_requests_are_errors() {
     ));
 }
 
-/// A source whose logits have the wrong length.
+/// A model whose logits have the wrong length.
 struct Short;
 
-impl LogitsSource for Short {
+impl LanguageModel for Short {
     fn vocab_size(&self) -> usize {
         4
     }
@@ -382,7 +383,7 @@ impl LogitsSource for Short {
         0
     }
     fn reset(&mut self) {}
-    fn next_logits(&mut self, _tokens: &[u32]) -> Result<Vec<f32>> {
+    fn forward(&mut self, _tokens: &[u32]) -> Result<Vec<f32>> {
         Ok(vec![0.0; 3])
     }
 }
@@ -427,46 +428,80 @@ fn stats_count_tokens_and_order_times() {
     assert!(s.decode_forward_time <= s.decode_time);
 }
 
-/// Streams `text`'s tokens through the loop after a prompt and checks that the emitted text is
-/// exactly what the tokenizer decodes for the whole sequence, minus the prompt's text.
-fn stream_with_real_tokenizer(fixture: &str, prompt: &str, text: &str) {
-    let dir = ModelDir::open(common::fixture_dir(fixture)).unwrap();
-    let tok = dir.tokenizer().unwrap();
-    let prompt_ids = tok.encode(prompt, true).unwrap();
-    let gen_ids = tok.encode(text, false).unwrap();
-    assert!(gen_ids.len() > 3, "{fixture}: {gen_ids:?}");
-    // Some character must span several tokens for the test to mean anything.
-    assert!(
-        gen_ids
-            .iter()
-            .any(|&t| tok.decode(&[t]).unwrap().contains('\u{FFFD}')),
-        "{fixture}"
-    );
-    let mut source = Script::new(dir.config().vocab_size, &gen_ids);
-    let mut chunks = Vec::new();
-    let out = generate(
-        &mut source,
-        &tok,
-        &mut greedy_pipeline(),
-        &prompt_ids,
-        &opts(gen_ids.len(), &[], &[]),
-        &mut |t| chunks.push(t.to_string()),
-    )
-    .unwrap();
-    let all: Vec<u32> = prompt_ids.iter().chain(&gen_ids).copied().collect();
-    let whole = tok.decode(&all).unwrap();
-    let head = tok.decode(&prompt_ids).unwrap();
-    assert_eq!(format!("{head}{}", out.text), whole, "{fixture}");
-    assert!(
-        chunks.iter().all(|c| !c.contains('\u{FFFD}')),
-        "{fixture}: {chunks:?}"
-    );
+/// An error of some other crate, as a model or tokenizer would return.
+#[derive(Debug)]
+struct Broken(&'static str);
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Broken {}
+
+/// A model that fails on its second call (the first decode step).
+struct FailsToDecode(Script);
+
+impl LanguageModel for FailsToDecode {
+    fn vocab_size(&self) -> usize {
+        self.0.vocab_size()
+    }
+    fn context_len(&self) -> usize {
+        self.0.context_len()
+    }
+    fn position(&self) -> usize {
+        self.0.position()
+    }
+    fn reset(&mut self) {
+        self.0.reset();
+    }
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        if self.0.calls.len() == 1 {
+            return Err(Error::Model(Box::new(Broken("device lost"))));
+        }
+        self.0.forward(tokens)
+    }
+}
+
+/// A detokenizer that cannot decode token 2.
+struct NoTwo;
+
+impl Detokenize for NoTwo {
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        if ids.contains(&2) {
+            return Err(Error::Detokenize(Box::new(Broken("no text for id 2"))));
+        }
+        Ok("x".repeat(ids.len()))
+    }
 }
 
 #[test]
-fn streaming_with_fixture_tokenizers_reproduces_their_decoding() {
-    // Byte-level BPE and SentencePiece-style (leading `▁`, byte fallback for rare characters).
-    for fixture in ["llama-gqa-tied", "mistral-window-sharded"] {
-        stream_with_real_tokenizer(fixture, "The quick", " brown fox 🙂 jumps: 日本語 ½ €");
-    }
+fn model_and_detokenizer_errors_come_back_with_their_own_message() {
+    let table = Bytes::new(&[b"<s>", b"a"]);
+    let mut model = FailsToDecode(Script::new(2, &[1; 4]));
+    let e = generate(
+        &mut model,
+        &table,
+        &mut greedy_pipeline(),
+        &[0],
+        &opts(4, &[], &[]),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Model(_)), "{e:?}");
+    assert_eq!(e.to_string(), "device lost");
+
+    let mut model = Script::new(3, &[1, 2]);
+    let e = generate(
+        &mut model,
+        &NoTwo,
+        &mut greedy_pipeline(),
+        &[0],
+        &opts(4, &[], &[]),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Detokenize(_)), "{e:?}");
+    assert_eq!(e.to_string(), "no text for id 2");
 }

@@ -1,45 +1,44 @@
 //! The RoPE fields of `config.json`: `rope_theta` and `rope_scaling` (transformers 4.x) or
-//! `rope_parameters` (transformers 5), read into a [`RopeScaling`].
+//! `rope_parameters` (transformers 5), read into the base and a [`RopeScaling`]. Shared by
+//! every family.
 
 use std::path::Path;
 
 use serde_json::Value;
 
+use crate::hf::ConfigJson;
+use crate::model::RopeScaling;
 use crate::{Error, Result};
 
-/// How RoPE frequencies are rescaled for longer contexts (transformers'
-/// `ROPE_INIT_FUNCTIONS`); the attention factor of these kinds is always 1.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RopeScaling {
-    /// Plain RoPE (`rope_scaling` absent, `null`, or of type `default`).
-    None,
-    /// `linear`: every inverse frequency is divided by `factor` (positions are interpolated).
-    Linear {
-        /// The divisor.
-        factor: f64,
-    },
-    /// `llama3` (Llama 3.1/3.2): low frequencies divided by `factor`, high ones kept, the band
-    /// between smoothly interpolated.
-    Llama3 {
-        /// Divisor of the low frequencies.
-        factor: f64,
-        /// Wavelengths above `original_max_position_embeddings / low_freq_factor` are scaled.
-        low_freq_factor: f64,
-        /// Wavelengths below `original_max_position_embeddings / high_freq_factor` are kept.
-        high_freq_factor: f64,
-        /// The context length the model was pre-trained with.
-        original_max_position_embeddings: f64,
-    },
+/// Reads `(rope_theta, scaling)` of `config` (see [`parse_rope`]), with `default_theta` when
+/// the file gives no base.
+///
+/// # Errors
+/// As [`parse_rope`], and [`Error::Json`] for a `rope_theta` that is not a number.
+pub(crate) fn read_rope(config: &ConfigJson, default_theta: f64) -> Result<(f64, RopeScaling)> {
+    parse_rope(
+        config.path(),
+        config.get("rope_theta")?,
+        config.raw("rope_scaling"),
+        config.raw("rope_parameters"),
+        default_theta,
+    )
 }
 
 const SUPPORTED: &str = "default, linear, llama3";
 
 /// Reads `(rope_theta, scaling)`; `rope_parameters` wins over the 4.x fields when present.
+///
+/// # Errors
+/// [`Error::Json`] for fields of the wrong type, [`Error::InvalidConfig`] for a scaling type
+/// this crate does not implement (naming the field and the supported ones) or values no
+/// model can have.
 pub(crate) fn parse_rope(
     path: &Path,
     rope_theta: Option<f64>,
     rope_scaling: Option<&Value>,
     rope_parameters: Option<&Value>,
+    default_theta: f64,
 ) -> Result<(f64, RopeScaling)> {
     let (theta, scaling) = match rope_parameters {
         Some(Value::Object(map)) => {
@@ -59,7 +58,7 @@ pub(crate) fn parse_rope(
         }
         Some(_) => return Err(type_error(path, "rope_parameters", "an object or null")),
     };
-    let theta = theta.unwrap_or(10000.0);
+    let theta = theta.unwrap_or(default_theta);
     if !(theta.is_finite() && theta > 0.0) {
         return Err(invalid(
             path,
@@ -156,12 +155,12 @@ mod tests {
     #[test]
     fn absent_or_null_scaling_is_plain_rope() {
         assert_eq!(
-            parse_rope(p(), None, None, None).unwrap(),
+            parse_rope(p(), None, None, None, 1e4).unwrap(),
             (10000.0, RopeScaling::None)
         );
         let null = Value::Null;
         assert_eq!(
-            parse_rope(p(), Some(5e5), Some(&null), None).unwrap(),
+            parse_rope(p(), Some(5e5), Some(&null), None, 1e4).unwrap(),
             (5e5, RopeScaling::None)
         );
     }
@@ -170,7 +169,7 @@ mod tests {
     fn llama3_and_linear_are_read_with_either_type_key() {
         let v = json!({"rope_type": "llama3", "factor": 32, "low_freq_factor": 1.0,
                        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192});
-        let (_, s) = parse_rope(p(), Some(5e5), Some(&v), None).unwrap();
+        let (_, s) = parse_rope(p(), Some(5e5), Some(&v), None, 1e4).unwrap();
         assert_eq!(
             s,
             RopeScaling::Llama3 {
@@ -182,7 +181,7 @@ mod tests {
         );
         let v = json!({"type": "linear", "factor": 2.0});
         assert_eq!(
-            parse_rope(p(), None, Some(&v), None).unwrap().1,
+            parse_rope(p(), None, Some(&v), None, 1e4).unwrap().1,
             RopeScaling::Linear { factor: 2.0 }
         );
     }
@@ -191,7 +190,7 @@ mod tests {
     fn transformers_5_rope_parameters_are_read() {
         let v = json!({"rope_type": "default", "rope_theta": 1e6});
         assert_eq!(
-            parse_rope(p(), None, None, Some(&v)).unwrap(),
+            parse_rope(p(), None, None, Some(&v), 1e4).unwrap(),
             (1e6, RopeScaling::None)
         );
     }
@@ -199,20 +198,20 @@ mod tests {
     #[test]
     fn unsupported_or_malformed_scaling_is_an_error() {
         let v = json!({"rope_type": "yarn", "factor": 4.0});
-        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        let e = parse_rope(p(), None, Some(&v), None, 1e4).unwrap_err();
         assert!(
             e.to_string().contains("yarn") && e.to_string().contains(SUPPORTED),
             "{e}"
         );
         let v = json!({"rope_type": "linear", "factor": "2"});
-        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        let e = parse_rope(p(), None, Some(&v), None, 1e4).unwrap_err();
         assert!(e.to_string().contains("rope_scaling.factor"), "{e}");
         let v = json!({"rope_type": "llama3", "factor": 8.0});
-        let e = parse_rope(p(), None, Some(&v), None).unwrap_err();
+        let e = parse_rope(p(), None, Some(&v), None, 1e4).unwrap_err();
         assert!(e.to_string().contains("low_freq_factor"), "{e}");
         let v = json!({"rope_type": "linear", "factor": 0});
-        assert!(parse_rope(p(), None, Some(&v), None).is_err());
-        assert!(parse_rope(p(), Some(-1.0), None, None).is_err());
-        assert!(parse_rope(p(), None, Some(&json!(3)), None).is_err());
+        assert!(parse_rope(p(), None, Some(&v), None, 1e4).is_err());
+        assert!(parse_rope(p(), Some(-1.0), None, None, 1e4).is_err());
+        assert!(parse_rope(p(), None, Some(&json!(3)), None, 1e4).is_err());
     }
 }

@@ -1,0 +1,45 @@
+//! The one error type of `sieve-engine`.
+
+/// An error of a model or detokenizer the loop drives, boxed so that the engine needs no
+/// knowledge of the crate that made it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong while generating.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No token was given where at least one is needed.
+    #[error("the prompt has no token")]
+    EmptyPrompt,
+    /// More tokens than the model's context holds.
+    #[error("{tokens} tokens exceed the model's context of {context}")]
+    ContextOverflow {
+        /// The number of tokens that would be in the context.
+        tokens: usize,
+        /// The context length.
+        context: usize,
+    },
+    /// An empty stop string (it would stop before the first character).
+    #[error("stop strings must not be empty")]
+    EmptyStop,
+    /// A logits vector of another length than the model's vocabulary.
+    #[error("the model returned {found} logits, expected {expected}")]
+    LogitsLength {
+        /// The vocabulary size.
+        expected: usize,
+        /// The length returned.
+        found: usize,
+    },
+    /// The sampler pipeline failed.
+    #[error("sampling: {0}")]
+    Sampling(#[from] sieve_core::Error),
+    /// The model failed (an out-of-range id, a full context, a device error); the message is
+    /// the model's own.
+    #[error(transparent)]
+    Model(BoxError),
+    /// The detokenizer failed; the message is the detokenizer's own.
+    #[error(transparent)]
+    Detokenize(BoxError),
+}
+
+/// Result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,45 @@
+//! # sieve-engine
+//!
+//! The generation loop of sieve, with no tensor library: it joins a [`LanguageModel`] (any
+//! source of next-token logits) to a `sieve_core::Pipeline` and streams text through a
+//! [`Detokenize`].
+//!
+//! ```text
+//!          prompt ids
+//!              │
+//!              ▼
+//! LanguageModel::forward ─► logits ─► Candidates ─► Pipeline (stages, selector) ─► token
+//!              ▲                                                                    │
+//!              └──────────── token ◄── accept() ◄───────────────────────────────────┤
+//!                                                                                   ▼
+//!          EOS? ◄── IncrementalDecoder (complete UTF-8) ─► StopStrings (hold-back) ─► on_text
+//! ```
+//!
+//! - [`model`]: the seams, [`LanguageModel`] and [`Detokenize`];
+//! - [`generate()`](fn@generate) with [`GenerateOptions`], returning a [`Generation`];
+//! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
+//! - [`stop`]: [`StopStrings`], matching and hold-back;
+//! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
+//!   uses ([`tokens_per_second`], [`Summary`]);
+//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
+//!
+//! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
+//! `sieve-backends`, which implements these traits; this crate depends on `sieve-core` alone,
+//! so its tests drive the loop with canned logits and a byte table.
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod detok;
+mod error;
+pub mod generate;
+pub mod model;
+pub mod stats;
+pub mod stop;
+
+pub use bench::{time_model, ModelTimings};
+pub use detok::IncrementalDecoder;
+pub use error::{BoxError, Error, Result};
+pub use generate::{generate, GenerateOptions, Generation};
+pub use model::{Detokenize, LanguageModel};
+pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
+pub use stop::{StopMatch, StopStrings};
