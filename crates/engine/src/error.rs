@@ -29,9 +29,11 @@ pub enum Error {
         /// The length returned.
         found: usize,
     },
-    /// The sampler pipeline failed.
+    /// The sampler pipeline failed. The message includes the stage's error, which is
+    /// therefore not also reported as this error's `source` (a report that prints the chain
+    /// would say it twice).
     #[error("sampling: {0}")]
-    Sampling(#[from] sieve_core::Error),
+    Sampling(sieve_core::Error),
     /// The model failed (an out-of-range id, a full context, a device error); the message is
     /// the model's own.
     #[error(transparent)]
@@ -43,3 +45,9 @@ pub enum Error {
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<sieve_core::Error> for Error {
+    fn from(e: sieve_core::Error) -> Self {
+        Error::Sampling(e)
+    }
+}
