@@ -1,10 +1,12 @@
 //! Parameter schemas across the boundary: a [`ParamSpec`] as an [`AbiParam`] and back.
 
-use alloc::string::String;
+use alloc::boxed::Box;
 
-use super::abi::{param_kind, AbiParam, AbiStr, AbiValue};
-use super::value::{decode, decode_str, Arena};
-use crate::{ParamKind, ParamSpec, Range};
+use crate::AbiError;
+
+use crate::abi::{param_kind, AbiParam, AbiStr, AbiValue};
+use crate::value::{decode, decode_str, Arena};
+use sieve_core::{ParamKind, ParamSpec, Range};
 
 /// The tag of `kind`.
 pub fn kind_tag(kind: ParamKind) -> u32 {
@@ -71,18 +73,19 @@ pub fn encode_param(spec: &ParamSpec, arena: &mut Arena) -> AbiParam {
 ///
 /// # Safety
 /// `p`'s strings and default must be valid as [`decode`] and [`AbiStr::as_bytes`] require.
-pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, String> {
+pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, AbiError> {
     // SAFETY: forwarded from the caller.
     let name = unsafe { decode_str(&p.name, "a parameter name")? };
     if !is_identifier(&name) {
-        return Err(alloc::format!(
-            "parameter name {name:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
-        ));
+        return Err(AbiError::NotAnIdentifier(name));
     }
     // SAFETY: forwarded from the caller.
     let doc = unsafe { decode_str(&p.doc, "a parameter doc")? };
     let kind = kind_of_tag(p.kind)
-        .ok_or_else(|| alloc::format!("parameter `{name}` has unknown kind {}", p.kind))?;
+        .ok_or_else(|| AbiError::UnknownParamKind {
+        name: name.clone(),
+        kind: p.kind,
+    })?;
     let mut spec = ParamSpec::new(&name, kind, &doc);
     if p.has_range != 0 {
         let range = Range {
@@ -92,18 +95,18 @@ pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, String> {
             max_inclusive: p.range_max_inclusive != 0,
         };
         if range.min.is_nan() || range.max.is_nan() || range.min > range.max {
-            return Err(alloc::format!(
-                "parameter `{name}` has an invalid range {range}"
-            ));
+            return Err(AbiError::InvalidRange { name, range });
         }
         spec = spec.with_range(range);
     }
     if p.has_default != 0 {
         // SAFETY: forwarded from the caller.
-        let default = unsafe { decode(&p.default) }
-            .map_err(|e| alloc::format!("parameter `{name}`: default: {e}"))?;
+        let default = unsafe { decode(&p.default) }.map_err(|e| AbiError::BadDefault {
+            name: name.clone(),
+            source: Box::new(e),
+        })?;
         spec.check(&default)
-            .map_err(|e| alloc::format!("parameter `{name}`: default: {e}"))?;
+            .map_err(|source| AbiError::DefaultRefused { name, source })?;
         spec = spec.with_default(default);
     }
     Ok(spec)
@@ -122,7 +125,7 @@ mod tests {
     use crate::Value;
     use alloc::vec;
 
-    fn round_trip(spec: &ParamSpec) -> Result<ParamSpec, String> {
+    fn round_trip(spec: &ParamSpec) -> Result<ParamSpec, AbiError> {
         let mut arena = Arena::new();
         let p = encode_param(spec, &mut arena);
         // SAFETY: `p` points into `spec` and `arena`, both alive.
