@@ -102,8 +102,12 @@ pub trait ParamType: Sized {
     /// # Errors
     /// As [`Params::from_args`].
     fn from_arg(args: &Args, name: &str) -> Result<Self, Error>;
-    /// The value a default of this type is written as.
-    fn into_value(self) -> Value;
+    /// The type a `#[param(default = …)]` expression has: the field type, except `f64` for
+    /// `f32` fields (so `default = 0.05` is the `f64` 0.05, exactly as `sieve check` prints
+    /// it, not the nearest `f32`), `i64` for the integer fields and [`Seed`].
+    type Default;
+    /// The schema value of a default.
+    fn default_value(default: Self::Default) -> Value;
     /// The default of a field that gives none (`None`: the parameter is required).
     fn implicit_default() -> Option<Value> {
         None
@@ -115,49 +119,38 @@ pub trait ParamType: Sized {
 }
 
 macro_rules! param_type {
-    ($ty:ty, $kind:ident, $get:ident, |$v:ident| $into:expr) => {
+    ($ty:ty, $kind:ident, $default:ty, $variant:ident, |$args:ident, $name:ident| $read:expr) => {
         impl ParamType for $ty {
             const KIND: ParamKind = ParamKind::$kind;
-            fn from_arg(args: &Args, name: &str) -> Result<Self, Error> {
-                args.$get(name).map(Into::into)
+            type Default = $default;
+            fn from_arg($args: &Args, $name: &str) -> Result<Self, Error> {
+                $read
             }
-            fn into_value(self) -> Value {
-                let $v = self;
-                $into
+            fn default_value(default: $default) -> Value {
+                Value::$variant(default)
             }
         }
     };
 }
 
-param_type!(f64, Float, f64, |x| Value::Float(x));
-param_type!(f32, Float, f32, |x| Value::Float(f64::from(x)));
-param_type!(i64, Int, i64, |x| Value::Int(x));
-param_type!(bool, Bool, bool, |x| Value::Bool(x));
-param_type!(String, Str, str, |x| Value::Str(x));
-param_type!(Vec<Value>, List, list, |x| Value::List(x));
-param_type!(Vec<(Value, Value)>, Map, map, |x| Value::Map(x));
-
-impl ParamType for usize {
-    const KIND: ParamKind = ParamKind::Int;
-    fn from_arg(args: &Args, name: &str) -> Result<Self, Error> {
-        args.usize(name)
-    }
-    fn into_value(self) -> Value {
-        Value::Int(self as i64)
-    }
-}
-
-impl ParamType for u32 {
-    const KIND: ParamKind = ParamKind::Int;
-    fn from_arg(args: &Args, name: &str) -> Result<Self, Error> {
-        let i = args.i64(name)?;
-        u32::try_from(i)
-            .map_err(|_| args.invalid(name, alloc::format!("{i} does not fit in 32 bits")))
-    }
-    fn into_value(self) -> Value {
-        Value::Int(i64::from(self))
-    }
-}
+param_type!(f64, Float, f64, Float, |args, name| args.f64(name));
+param_type!(f32, Float, f64, Float, |args, name| args.f32(name));
+param_type!(i64, Int, i64, Int, |args, name| args.i64(name));
+param_type!(usize, Int, i64, Int, |args, name| args.usize(name));
+param_type!(u32, Int, i64, Int, |args, name| {
+    let i = args.i64(name)?;
+    u32::try_from(i).map_err(|_| args.invalid(name, alloc::format!("{i} does not fit in 32 bits")))
+});
+param_type!(bool, Bool, bool, Bool, |args, name| args.bool(name));
+param_type!(String, Str, String, Str, |args, name| args
+    .str(name)
+    .map(Into::into));
+param_type!(Vec<Value>, List, Vec<Value>, List, |args, name| args
+    .list(name)
+    .map(Into::into));
+param_type!(Vec<(Value, Value)>, Map, Vec<(Value, Value)>, Map, |args, name| args
+    .map(name)
+    .map(Into::into));
 
 /// The `seed` parameter of a random stage: `-1` (the default) means the run's seed
 /// (`--seed`, or the request's); `0..=2^53` is a seed of its own (2^53 is the largest integer
@@ -187,8 +180,9 @@ impl ParamType for Seed {
             s => Err(args.invalid(name, alloc::format!("{s} is negative"))),
         }
     }
-    fn into_value(self) -> Value {
-        Value::Int(self.0)
+    type Default = i64;
+    fn default_value(default: i64) -> Value {
+        Value::Int(default)
     }
     fn implicit_default() -> Option<Value> {
         Some(Value::Int(-1))

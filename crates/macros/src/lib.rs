@@ -15,8 +15,9 @@
 //!
 //! - the field name is the parameter name, the field order the positional order;
 //! - the `///` doc (lines joined by a space) is the parameter's one-line doc;
-//! - `#[param(default = EXPR)]`: the default, an expression of the field's type (or one that
-//!   converts `Into` it); a field without one is required, unless its type has an implicit
+//! - `#[param(default = EXPR)]`: the default, an expression of the type
+//!   `<FieldType as ParamType>::Default` (`f64` for float fields, `i64` for integer ones, the
+//!   field type otherwise; a string literal for a `String` field); a field without one is required, unless its type has an implicit
 //!   default (`Seed`: -1);
 //! - `#[param(range = EXPR)]`: the valid interval, a `Range` expression evaluated where the
 //!   struct is defined;
@@ -150,10 +151,18 @@ fn expand_fields(
         let text = text.strip_prefix("r#").unwrap_or(&text).to_string();
         let doc = doc(field);
         let default = match &attrs.default {
-            Some(expr) => quote! {
-                ::core::option::Option::Some(<#ty as #p::ParamType>::into_value(
-                    ::core::convert::Into::<#ty>::into(#expr),
+            // A string literal converts into the field's type (`String`); anything else is
+            // an expression of that type, so integer and float literals infer it.
+            Some(expr @ Expr::Lit(syn::ExprLit { lit: Lit::Str(_), .. })) => quote! {
+                ::core::option::Option::Some(<#ty as #p::ParamType>::default_value(
+                    ::core::convert::Into::into(#expr),
                 ))
+            },
+            Some(expr) => quote! {
+                ::core::option::Option::Some(<#ty as #p::ParamType>::default_value({
+                    let value: <#ty as #p::ParamType>::Default = #expr;
+                    value
+                }))
             },
             None => quote!(<#ty as #p::ParamType>::implicit_default()),
         };

@@ -37,6 +37,7 @@ pub mod mirostat_v2;
 pub mod no_repeat_ngram;
 pub mod penalty;
 mod select;
+mod shared;
 pub mod temp;
 pub mod top_k;
 pub mod top_p;
@@ -45,24 +46,24 @@ pub mod xtc;
 
 use sieve_core::{Error, Registry, StageEntry};
 
-/// Every built-in stage's registry entry.
+/// Every built-in stage's registry entry, in listing order.
 pub fn builtins() -> alloc::vec::Vec<StageEntry> {
     alloc::vec![
-        greedy::entry(),
-        dist::entry(),
-        temp::entry(),
-        top_k::entry(),
-        top_p::entry(),
-        min_p::entry(),
-        typical::entry(),
-        xtc::entry(),
-        penalty::entry(),
-        logit_bias::entry(),
-        no_repeat_ngram::entry(),
-        epsilon::entry(),
-        eta::entry(),
-        mirostat::entry(),
-        mirostat_v2::entry(),
+        StageEntry::of::<greedy::Greedy>(),
+        StageEntry::of::<dist::Dist>(),
+        StageEntry::of::<temp::Temp>(),
+        StageEntry::of::<top_k::TopK>(),
+        StageEntry::of::<top_p::TopP>(),
+        StageEntry::of::<min_p::MinP>(),
+        StageEntry::of::<typical::Typical>(),
+        StageEntry::of::<xtc::Xtc>(),
+        StageEntry::of::<penalty::Penalty>(),
+        StageEntry::of::<logit_bias::LogitBias>(),
+        StageEntry::of::<no_repeat_ngram::NoRepeatNgram>(),
+        StageEntry::of::<epsilon::Epsilon>(),
+        StageEntry::of::<eta::Eta>(),
+        StageEntry::of::<mirostat::Mirostat>(),
+        StageEntry::of::<mirostat_v2::MirostatV2>(),
     ]
 }
 
