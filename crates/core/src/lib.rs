@@ -48,7 +48,7 @@ pub use error::Error;
 pub use args::Args;
 pub use params::{ParamError, ParamKind, ParamSpec, Range, Value, MAX_SEED};
 pub use pipeline::Pipeline;
-pub use registry::{BuildFn, Registry, StageEntry, StageInfo};
+pub use registry::{BuildFn, PluginOrigin, Registry, StageEntry, StageInfo};
 pub use rng::SieveRng;
 pub use sampler::Sampler;
 pub use stage::{ParamType, Params, Seed, Stage};

@@ -28,6 +28,20 @@ pub struct StageInfo {
     pub aliases: Vec<String>,
     /// `built-in`, or the file of the plugin that defined it.
     pub origin: String,
+    /// For a plugin's stage, the library that defined it (as its `export_plugin!` line
+    /// names it); `None` for a built-in.
+    pub plugin: Option<PluginOrigin>,
+}
+
+/// The plugin library a stage comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginOrigin {
+    /// The plugin's name (`export_plugin!(name = …)`).
+    pub name: String,
+    /// The plugin's version (`export_plugin!(version = …)`).
+    pub version: String,
+    /// The file it was loaded from, as given.
+    pub file: String,
 }
 
 impl StageInfo {
@@ -40,6 +54,7 @@ impl StageInfo {
             selector: false,
             aliases: Vec::new(),
             origin: "built-in".to_string(),
+            plugin: None,
         }
     }
     /// The description of stage type `S`, as a built-in.
@@ -51,6 +66,7 @@ impl StageInfo {
             selector: S::SELECTOR,
             aliases: S::ALIASES.iter().map(|a| a.to_string()).collect(),
             origin: "built-in".to_string(),
+            plugin: None,
         }
     }
     /// Marks the stage as a selector.

@@ -146,5 +146,6 @@ unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo
         selector: stage.selector != 0,
         aliases: Vec::new(),
         origin: origin.to_string(),
+        plugin: None,
     })
 }

@@ -11,7 +11,8 @@
 //!    *before reading anything else* ("built for sieve plugin ABI vN, this sieve speaks vM");
 //! 2. calls `sieve_plugin_entry` and reads the descriptor, checking every `struct_size`,
 //!    string, name, parameter schema and default;
-//! 3. wraps each stage as a [`StageEntry`] whose [`StageInfo::origin`] is the file path.
+//! 3. wraps each stage as a [`StageEntry`] whose [`StageInfo::origin`] is the file path and
+//!    whose [`StageInfo::plugin`] names the library (name, version, file).
 //!
 //! Every fault is a [`LoadError`] naming the file; faults while building or running a stage
 //! are [`Error`]s naming the stage and the file. Nothing aborts the host.
@@ -34,7 +35,7 @@ use descriptor::{describe, StageRef};
 use report::Report;
 
 use sieve_plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
-use sieve_core::{Error, Registry, StageEntry, StageInfo};
+use sieve_core::{Error, PluginOrigin, Registry, StageEntry, StageInfo};
 
 /// Why a plugin file could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -180,8 +181,16 @@ impl Plugin {
         }
         // SAFETY: a non-null descriptor from the entry function lives for the process
         // (the caller's promise).
-        let described = unsafe { describe(descriptor, origin) }
+        let mut described = unsafe { describe(descriptor, origin) }
             .map_err(|e| fail(LoadFailure::Descriptor(e)))?;
+        let library = PluginOrigin {
+            name: described.name.clone(),
+            version: described.version.clone(),
+            file: origin.to_string(),
+        };
+        for (info, _) in &mut described.stages {
+            info.plugin = Some(library.clone());
+        }
         Ok(Plugin {
             origin: origin.into(),
             name: described.name,

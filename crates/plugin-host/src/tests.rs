@@ -206,6 +206,11 @@ fn the_descriptor_describes_both_stages() {
     assert_eq!(infos.len(), 2);
     let mut want = StageInfo::builtin("probe", "a test stage", ProbeParams::schema());
     want.origin = "in-process".into();
+    want.plugin = Some(sieve_core::PluginOrigin {
+        name: "probe-plugin".into(),
+        version: "1.2.3".into(),
+        file: "in-process".into(),
+    });
     assert_eq!(infos[0], &want);
     assert!(infos[1].selector && infos[1].params.is_empty());
     assert_eq!(descriptor().abi_version, ABI_VERSION);
