@@ -47,6 +47,7 @@ fn register(loaded: &Loaded, registry: &mut Registry) -> Result<(), Error> {
 /// # Errors
 /// [`Failure::Usage`] naming the file (and the stage, for a clash).
 pub fn use_plugins(files: &[PathBuf]) -> Result<(), Failure> {
+    let explicit: Vec<PathBuf> = files.iter().map(|f| plugins::canonical(f)).collect();
     let var = std::env::var_os(plugins::PATH_VAR);
     let files = plugins::discover(files, var.as_deref()).usage()?;
     let loaded = files
@@ -54,7 +55,6 @@ pub fn use_plugins(files: &[PathBuf]) -> Result<(), Failure> {
         .map(|f| plugins::load(f))
         .collect::<anyhow::Result<Vec<Plugin>>>()
         .usage()?;
-    let explicit: Vec<PathBuf> = files.iter().map(|f| plugins::canonical(f)).collect();
     let is_explicit = |p: &Plugin| explicit.contains(&plugins::canonical(p.origin().as_ref()));
     // `--plugin` files first, so their stages are taken when a path library repeats one.
     let (first, scanned): (Vec<Plugin>, Vec<Plugin>) = loaded.into_iter().partition(is_explicit);

@@ -17,7 +17,8 @@ pub struct MineParams {
     /// added to the logit
     #[param(default = 1.0, range = Range::closed(-100.0, 100.0))]
     pub bias: f32,
-    /// the token id (required: `mine(2.5)` is an error that names it)
+    /// the token id
+    // No `default`: the parameter is required, and `mine(2.5)` is an error naming `token`.
     #[param(range = Range::closed(0.0, u32::MAX as f64))]
     pub token: u32,
 }
