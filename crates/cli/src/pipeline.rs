@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use sieve_core::{BuildContext, Error, Registry};
-use sieve_plugin_host::Plugin;
 use sieve_dsl::Compiled;
+use sieve_plugin_host::Plugin;
 
 use crate::error::{Failure, ResultExt};
 use crate::plugins;

@@ -42,19 +42,19 @@ mod rng;
 mod sampler;
 pub mod stage;
 
+pub use args::Args;
 pub use candidates::{rank, Candidates};
 pub use context::{BuildContext, Context, Vocab};
 pub use error::Error;
-pub use args::Args;
 pub use params::{ParamError, ParamKind, ParamSpec, Range, Value, MAX_SEED};
 pub use pipeline::Pipeline;
 pub use registry::{BuildFn, PluginOrigin, Registry, StageEntry, StageInfo};
 pub use rng::SieveRng;
 pub use sampler::Sampler;
-pub use stage::{ParamType, Params, Seed, Stage};
 /// `#[derive(Params)]`: a stage's schema and argument reading from a struct (see [`stage`]
 /// and the `sieve-macros` crate).
 pub use sieve_macros::Params;
+pub use stage::{ParamType, Params, Seed, Stage};
 
 /// What the code `#[derive(Params)]` writes refers to; not part of the API.
 #[doc(hidden)]

@@ -5,7 +5,6 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-
 /// One argument value, as written in a pipeline (`40`, `0.9`, `-inf`, `"\n"`, `true`,
 /// `[1, 2]`, `{13: -inf, "Hello": 2.5}`).
 #[derive(Debug, Clone, PartialEq)]

@@ -14,9 +14,7 @@ pub struct Pipeline {
 
 impl core::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list()
-            .entries(self.names())
-            .finish()
+        f.debug_list().entries(self.names()).finish()
     }
 }
 
@@ -68,12 +66,7 @@ impl Pipeline {
                 stage: "(input)".to_string(),
             });
         }
-        let last = self
-            .stages
-            .last()
-            .ok_or(Error::EmptyPipeline)?
-            .0
-            .clone();
+        let last = self.stages.last().ok_or(Error::EmptyPipeline)?.0.clone();
         for (name, stage) in &mut self.stages {
             stage.apply(candidates, cx)?;
             if !candidates.has_finite() {

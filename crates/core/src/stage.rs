@@ -148,9 +148,13 @@ param_type!(String, Str, String, Str, |args, name| args
 param_type!(Vec<Value>, List, Vec<Value>, List, |args, name| args
     .list(name)
     .map(Into::into));
-param_type!(Vec<(Value, Value)>, Map, Vec<(Value, Value)>, Map, |args, name| args
-    .map(name)
-    .map(Into::into));
+param_type!(
+    Vec<(Value, Value)>,
+    Map,
+    Vec<(Value, Value)>,
+    Map,
+    |args, name| args.map(name).map(Into::into)
+);
 
 /// The `seed` parameter of a random stage: `-1` (the default) means the run's seed
 /// (`--seed`, or the request's); `0..=2^53` is a seed of its own (2^53 is the largest integer

@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use sieve_core::{BuildContext, Error, Pipeline, Registry};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::spec::PipelineSpec;
 use crate::span::StageSpans;
+use crate::spec::PipelineSpec;
 use crate::{syntax, validate};
 
 impl PipelineSpec {

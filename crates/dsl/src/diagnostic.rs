@@ -108,6 +108,18 @@ pub(crate) fn clip(text: &str, max: usize) -> alloc::borrow::Cow<'_, str> {
     }
 }
 
+/// The diagnostic for a pipeline without a stage (blank text, or an empty list of stage
+/// objects).
+pub(crate) fn empty_pipeline(source: &str) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::Syntax,
+        "empty pipeline",
+        Span::point(0),
+        source,
+    )
+    .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,11 +149,4 @@ mod tests {
         assert_eq!(d.span, Span::new(2, 2));
         assert_eq!((d.line, d.column), (1, 3));
     }
-}
-
-/// The diagnostic for a pipeline without a stage (blank text, or an empty list of stage
-/// objects).
-pub(crate) fn empty_pipeline(source: &str) -> Diagnostic {
-    Diagnostic::new(DiagnosticKind::Syntax, "empty pipeline", Span::point(0), source)
-        .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`")
 }

@@ -113,6 +113,6 @@ mod validate;
 pub use compile::{compile, Compiled};
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use scan::MAX_NESTING;
-pub use span::Span;
 pub use serde_impl::{PipelineSource, SourceError, SpecSeed};
+pub use span::Span;
 pub use spec::{PipelineSpec, StageSpec};

@@ -126,4 +126,3 @@ impl StageSpans {
             .map_or(self.stage, |(_, s)| *s)
     }
 }
-

@@ -8,8 +8,8 @@ use pest::Parser;
 use sieve_core::Value;
 
 use crate::ast;
-use crate::grammar::{Grammar, Rule, WHITESPACE};
 use crate::diagnostic::{empty_pipeline, Diagnostic, DiagnosticKind};
+use crate::grammar::{Grammar, Rule, WHITESPACE};
 use crate::literal;
 use crate::scan::{scan, MAX_NESTING};
 use crate::span::Span;

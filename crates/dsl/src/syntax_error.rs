@@ -8,8 +8,8 @@ use alloc::vec::Vec;
 use pest::error::{Error, ErrorVariant, InputLocation};
 
 use crate::diagnostic::{clip, Diagnostic, DiagnosticKind};
-use crate::span::{line_column, Span};
 use crate::grammar::Rule;
+use crate::span::{line_column, Span};
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'

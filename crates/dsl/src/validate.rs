@@ -229,11 +229,21 @@ fn unknown_param(info: &StageInfo, name: &str, span: Span, source: &str) -> Diag
 
 /// "unknown stage `x`" at `span`, with the nearest registered name (or alias) or the list
 /// of stages as help.
-pub(crate) fn unknown_stage(registry: &Registry, name: &str, span: Span, source: &str) -> Diagnostic {
+pub(crate) fn unknown_stage(
+    registry: &Registry,
+    name: &str,
+    span: Span,
+    source: &str,
+) -> Diagnostic {
     let names: Vec<&str> = registry.names().collect();
     let aliases: Vec<(&str, &str)> = registry
         .iter()
-        .flat_map(|e| e.info.aliases.iter().map(|a| (a.as_str(), e.info.name.as_str())))
+        .flat_map(|e| {
+            e.info
+                .aliases
+                .iter()
+                .map(|a| (a.as_str(), e.info.name.as_str()))
+        })
         .collect();
     let d = Diagnostic::new(
         DiagnosticKind::UnknownStage,

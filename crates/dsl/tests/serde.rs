@@ -153,7 +153,11 @@ fn a_source_is_validated_against_the_registry_it_is_given() {
     let e = source
         .resolve(&sieve_samplers::builtin_registry())
         .unwrap_err();
-    assert!(e.to_string().starts_with("stage 1 (`mine`): unknown stage `mine`"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("stage 1 (`mine`): unknown stage `mine`"),
+        "{e}"
+    );
     let mut registry = sieve_samplers::builtin_registry();
     registry
         .register(sieve_core::StageEntry::new(

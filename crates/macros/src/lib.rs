@@ -103,24 +103,23 @@ fn doc(field: &syn::Field) -> String {
 }
 
 fn expand(input: &DeriveInput, root: &Tokens) -> syn::Result<Tokens> {
-    let fields = match &input.data {
-        Data::Struct(s) => match &s.fields {
-            Fields::Named(named) => &named.named,
-            Fields::Unit => return Ok(expand_fields(input, &[], root)),
-            Fields::Unnamed(_) => {
-                return Err(syn::Error::new_spanned(
+    let fields =
+        match &input.data {
+            Data::Struct(s) => match &s.fields {
+                Fields::Named(named) => &named.named,
+                Fields::Unit => return Ok(expand_fields(input, &[], root)),
+                Fields::Unnamed(_) => return Err(syn::Error::new_spanned(
                     &input.ident,
                     "#[derive(Params)] needs named fields: the field name is the parameter name",
+                )),
+            },
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    &input.ident,
+                    "#[derive(Params)] works on structs only",
                 ))
             }
-        },
-        _ => {
-            return Err(syn::Error::new_spanned(
-                &input.ident,
-                "#[derive(Params)] works on structs only",
-            ))
-        }
-    };
+        };
     let mut parts = Vec::new();
     for field in fields {
         parts.push((field, field_attrs(field)?));
@@ -128,11 +127,7 @@ fn expand(input: &DeriveInput, root: &Tokens) -> syn::Result<Tokens> {
     Ok(expand_fields(input, &parts, root))
 }
 
-fn expand_fields(
-    input: &DeriveInput,
-    fields: &[(&syn::Field, FieldAttrs)],
-    p: &Tokens,
-) -> Tokens {
+fn expand_fields(input: &DeriveInput, fields: &[(&syn::Field, FieldAttrs)], p: &Tokens) -> Tokens {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let mut schema = Vec::new();
@@ -153,7 +148,11 @@ fn expand_fields(
         let default = match &attrs.default {
             // A string literal converts into the field's type (`String`); anything else is
             // an expression of that type, so integer and float literals infer it.
-            Some(expr @ Expr::Lit(syn::ExprLit { lit: Lit::Str(_), .. })) => quote! {
+            Some(
+                expr @ Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(_), ..
+                }),
+            ) => quote! {
                 ::core::option::Option::Some(<#ty as #p::ParamType>::default_value(
                     ::core::convert::Into::into(#expr),
                 ))

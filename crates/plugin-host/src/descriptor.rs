@@ -5,10 +5,10 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
+use sieve_core::{ParamSpec, StageInfo};
 use sieve_plugin::abi::{AbiParam, AbiPlugin, AbiStage, ABI_VERSION};
 use sieve_plugin::schema::{decode_param, is_identifier};
 use sieve_plugin::value::decode_str;
-use sieve_core::{ParamSpec, StageInfo};
 
 /// A stage of a loaded library: its descriptor, which lives as long as the process (the
 /// library is never unloaded).

@@ -34,8 +34,8 @@ use std::vec::Vec;
 use descriptor::{describe, StageRef};
 use report::Report;
 
-use sieve_plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
 use sieve_core::{Error, PluginOrigin, Registry, StageEntry, StageInfo};
+use sieve_plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
 
 /// Why a plugin file could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

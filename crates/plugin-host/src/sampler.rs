@@ -10,10 +10,10 @@ use std::vec::Vec;
 
 use super::descriptor::StageRef;
 use super::report::Report;
+use sieve_core::{math, Args, BuildContext, Candidates, Context, Error, Sampler};
 use sieve_plugin::abi::{AbiBuild, AbiCandidates, AbiStep, STATUS_OK};
 use sieve_plugin::value::EncodedArgs;
 use sieve_plugin::vocab::EncodedVocab;
-use sieve_core::{math, Args, BuildContext, Candidates, Context, Error, Sampler};
 
 /// A built plugin stage.
 pub(crate) struct PluginSampler {
@@ -86,7 +86,6 @@ impl PluginSampler {
 }
 
 impl Sampler for PluginSampler {
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if let Some(e) = self.pending.take() {
             return Err(e);

@@ -11,8 +11,7 @@ use crate::{LoadFailure, Plugin};
 use sieve_core::{Registry, StageEntry, StageInfo};
 use sieve_plugin::abi::{AbiPlugin, ErrorSink, ABI_VERSION};
 use sieve_plugin::{
-    Args, BuildContext, Candidates, Context, Error, Params, Range, Sampler,
-    Stage, Value, Vocab,
+    Args, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage, Value, Vocab,
 };
 
 /// A stage whose behaviour `mode` picks, to drive every path of the boundary.
@@ -403,7 +402,10 @@ fn rejected_arguments_name_the_parameter() {
         panic!("{err:?}")
     };
     assert_eq!(param, "by");
-    assert_eq!(message, "must be a number, found a string (plugin in-process)");
+    assert_eq!(
+        message,
+        "must be a number, found a string (plugin in-process)"
+    );
 }
 
 #[test]

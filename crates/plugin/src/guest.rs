@@ -365,7 +365,10 @@ unsafe extern "C" fn create<S: Stage>(
             // SAFETY: as above.
             let abi = unsafe { read_sized(build.vocab, "vocabulary")? };
             // SAFETY: as above.
-            Some(unsafe { decode_vocab(&abi) }.map_err(|e| Failure::new(STATUS_ABI_MISMATCH, e.to_string()))?)
+            Some(
+                unsafe { decode_vocab(&abi) }
+                    .map_err(|e| Failure::new(STATUS_ABI_MISMATCH, e.to_string()))?,
+            )
         };
         let params = <S::Params as Params>::from_args(&args)?;
         let cx = BuildContext {

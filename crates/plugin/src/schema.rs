@@ -81,8 +81,7 @@ pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, AbiError> {
     }
     // SAFETY: forwarded from the caller.
     let doc = unsafe { decode_str(&p.doc, "a parameter doc")? };
-    let kind = kind_of_tag(p.kind)
-        .ok_or_else(|| AbiError::UnknownParamKind {
+    let kind = kind_of_tag(p.kind).ok_or_else(|| AbiError::UnknownParamKind {
         name: name.clone(),
         kind: p.kind,
     })?;
@@ -155,9 +154,13 @@ mod tests {
 
     #[test]
     fn bad_specs_are_refused() {
-        let err = round_trip(&ParamSpec::new("2x", ParamKind::Int, "")).unwrap_err();
+        let err = round_trip(&ParamSpec::new("2x", ParamKind::Int, ""))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not an identifier"), "{err}");
-        let err = round_trip(&ParamSpec::float("p", 2.0, Range::closed(0.0, 1.0), "")).unwrap_err();
+        let err = round_trip(&ParamSpec::float("p", 2.0, Range::closed(0.0, 1.0), ""))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "parameter `p`: default: `p` = 2.0 is out of range; valid range is [0, 1]"
@@ -165,9 +168,12 @@ mod tests {
         let err = round_trip(
             &ParamSpec::new("k", ParamKind::Int, "").with_default(Value::Str("x".into())),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("must be an integer"), "{err}");
-        let err = round_trip(&ParamSpec::float("p", 0.5, Range::closed(1.0, 0.0), "")).unwrap_err();
+        let err = round_trip(&ParamSpec::float("p", 0.5, Range::closed(1.0, 0.0), ""))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("invalid range"), "{err}");
         let mut arena = Arena::new();
         let spec = ParamSpec::new("k", ParamKind::Int, "");
@@ -176,6 +182,7 @@ mod tests {
         // SAFETY: `p` points into a live spec and arena.
         assert!(unsafe { decode_param(&p) }
             .unwrap_err()
+            .to_string()
             .contains("unknown kind 42"));
     }
 

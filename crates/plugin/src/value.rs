@@ -237,11 +237,7 @@ unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, AbiError> {
 ///
 /// # Safety
 /// `args` must point at `n` [`AbiArg`]s (or `n` be 0), each valid as [`decode`] requires.
-pub unsafe fn decode_args(
-    stage: &str,
-    args: *const AbiArg,
-    n: usize,
-) -> Result<Args, AbiError> {
+pub unsafe fn decode_args(stage: &str, args: *const AbiArg, n: usize) -> Result<Args, AbiError> {
     if n > 0 && args.is_null() {
         return Err(AbiError::NullArguments);
     }
@@ -336,21 +332,24 @@ mod tests {
         // no pointer at all.
         unsafe {
             assert_eq!(
-                decode(&bad(0, 0, null, 0)).unwrap_err(),
+                decode(&bad(0, 0, null, 0)).unwrap_err().to_string(),
                 "unknown value kind 0"
             );
             assert_eq!(
-                decode(&bad(99, 0, null, 0)).unwrap_err(),
+                decode(&bad(99, 0, null, 0)).unwrap_err().to_string(),
                 "unknown value kind 99"
             );
             assert!(decode(&bad(kind::BOOL, 2, null, 0))
                 .unwrap_err()
+                .to_string()
                 .contains("neither 0 nor 1"));
             assert!(decode(&bad(kind::LIST, 0, null, 3))
                 .unwrap_err()
+                .to_string()
                 .contains("null pointer"));
             assert!(decode(&bad(kind::MAP, 0, null, usize::MAX))
                 .unwrap_err()
+                .to_string()
                 .contains("overflows"));
             assert_eq!(
                 decode(&bad(kind::LIST, 0, null, 0)).unwrap(),
@@ -360,7 +359,10 @@ mod tests {
         let bytes = [0xffu8, 0xfe];
         let s = bad(kind::STR, 0, bytes.as_ptr().cast(), 2);
         // SAFETY: `s` points at 2 bytes.
-        assert!(unsafe { decode(&s) }.unwrap_err().contains("not UTF-8"));
+        assert!(unsafe { decode(&s) }
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
     }
 
     #[test]
@@ -372,7 +374,7 @@ mod tests {
         let mut arena = Arena::new();
         let encoded = arena.encode(&v);
         // SAFETY: `encoded` points into `v` and `arena`, both alive.
-        let err = unsafe { decode(&encoded) }.unwrap_err();
+        let err = unsafe { decode(&encoded) }.unwrap_err().to_string();
         assert!(err.contains("nested deeper"), "{err}");
     }
 }

@@ -128,6 +128,7 @@ mod tests {
         // SAFETY: rejected before any pointer is read.
         assert!(unsafe { decode_vocab(&abi) }
             .unwrap_err()
+            .to_string()
             .contains("at least"));
         let offsets = [0usize, 2, 1];
         let mut abi = encoded.abi();
@@ -135,6 +136,7 @@ mod tests {
         // SAFETY: 3 offsets for 2 tokens; rejected before the bytes are read.
         assert!(unsafe { decode_vocab(&abi) }
             .unwrap_err()
+            .to_string()
             .contains("non-decreasing"));
     }
 }

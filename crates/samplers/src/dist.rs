@@ -20,8 +20,9 @@
 //!   seeded token sequences are reproducible across machines but differ from llama.cpp's.
 //!   `seed = -1` uses the run's seed; [`Sampler::reset`] replays the sequence from the seed.
 
-
-use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Seed, SieveRng, Stage};
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Params, Sampler, Seed, SieveRng, Stage,
+};
 
 use crate::select;
 

@@ -24,8 +24,8 @@ use alloc::vec::Vec;
 
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage};
 
-use crate::shared::{drop_improbable, UNIT_INTERVAL_OPEN_ABOVE};
 use crate::select::entropy;
+use crate::shared::{drop_improbable, UNIT_INTERVAL_OPEN_ABOVE};
 
 /// The `eta` stage.
 #[derive(Debug, Clone)]

@@ -19,7 +19,6 @@
 //! - Sorted input is answered in O(1) (the first candidate); otherwise one vectorized pass
 //!   finds the maximum and a second, early-exiting one its position.
 
-
 use crate::shared;
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage};
 

@@ -32,7 +32,6 @@ use alloc::vec::Vec;
 
 use sieve_core::{math, BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Value};
 
-
 /// The `logit_bias` stage.
 #[derive(Debug, Clone, Default)]
 pub struct LogitBias {
@@ -125,36 +124,36 @@ impl LogitBias {
 fn resolve_key(key: &Value, cx: &BuildContext<'_>) -> Result<u32, Error> {
     let id = match key {
         Value::Int(i) => u32::try_from(*i).map_err(|_| {
-            bias_error(format!("key {i} is not a token id (ids are 0 to {})", u32::MAX),
-            )
+            bias_error(format!(
+                "key {i} is not a token id (ids are 0 to {})",
+                u32::MAX
+            ))
         })?,
         Value::Str(text) => {
             let vocab = cx.vocab.ok_or_else(|| {
                 bias_error(format!(
-                        "key {key} is token text, which needs a tokenizer (load a model); \
+                    "key {key} is token text, which needs a tokenizer (load a model); \
                          without one, use token ids"
-                    ),
-                )
+                ))
             })?;
             return vocab.find(text.as_bytes()).ok_or_else(|| {
-                bias_error(format!("key {key} is not the text of a single token; bias its tokens by id"),
-                )
+                bias_error(format!(
+                    "key {key} is not the text of a single token; bias its tokens by id"
+                ))
             });
         }
         other => {
             return Err(bias_error(format!(
-                    "key {other} must be a token id or a token's text, found {}",
-                    other.type_name()
-                ),
-            ))
+                "key {other} must be a token id or a token's text, found {}",
+                other.type_name()
+            )))
         }
     };
     match cx.vocab {
         Some(vocab) if id as usize >= vocab.len() => Err(bias_error(format!(
-                "token id {id} is outside the vocabulary of {} tokens",
-                vocab.len()
-            ),
-        )),
+            "token id {id} is outside the vocabulary of {} tokens",
+            vocab.len()
+        ))),
         _ => Ok(id),
     }
 }
@@ -192,7 +191,8 @@ pub struct LogitBiasParams {
 
 impl Stage for LogitBias {
     const NAME: &'static str = "logit_bias";
-    const DOC: &'static str = "add a bias to chosen tokens' logits ({id or \"text\": bias}; -inf bans)";
+    const DOC: &'static str =
+        "add a bias to chosen tokens' logits ({id or \"text\": bias}; -inf bans)";
     type Params = LogitBiasParams;
     fn new(p: LogitBiasParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
         LogitBias::from_map(&p.biases, cx)

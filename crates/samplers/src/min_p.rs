@@ -29,7 +29,6 @@
 //!   `min_p` widens or narrows the kept set (HF and vLLM order) and after it does not
 //!   (llama.cpp's default order).
 
-
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `min_p` stage.
@@ -258,7 +257,8 @@ mod tests {
         assert!(p
             .check(&Value::Float(1.5))
             .unwrap_err()
-            .to_string().contains("valid range is [0, 1]"));
+            .to_string()
+            .contains("valid range is [0, 1]"));
         assert!(e
             .info
             .param("min_keep")

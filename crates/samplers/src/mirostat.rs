@@ -40,8 +40,8 @@ use alloc::vec::Vec;
 
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Seed, Stage};
 
-pub use crate::select::SteeringParams;
 use crate::select::Steering;
+pub use crate::select::SteeringParams;
 
 /// The `mirostat` stage.
 #[derive(Debug, Clone)]

@@ -30,8 +30,8 @@ use alloc::vec::Vec;
 
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Seed, Stage};
 
-pub use crate::select::SteeringParams;
 use crate::select::Steering;
+pub use crate::select::SteeringParams;
 
 /// The `mirostat_v2` stage.
 #[derive(Debug, Clone)]

@@ -34,7 +34,6 @@
 //!   `exponent = 0` always gives `t_max` (`0^0 = 1`). Unlike llama.cpp, the candidates are
 //!   not sorted to compute the entropy.
 
-
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 use crate::{select, shared};

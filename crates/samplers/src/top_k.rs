@@ -18,7 +18,6 @@
 //!   `k` is one vectorized threshold pass over the blocks that can hold them (see
 //!   [`Candidates::keep_top`]), not a sort.
 
-
 use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `top_k` stage.

@@ -30,8 +30,9 @@
 //!   `uniform_real_distribution<float>`); `seed = -1` uses the run's seed;
 //!   [`Sampler::reset`] replays the sequence.
 
-
-use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Seed, SieveRng, Stage};
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Params, Range, Sampler, Seed, SieveRng, Stage,
+};
 
 /// The `xtc` stage.
 #[derive(Debug, Clone)]

@@ -174,7 +174,9 @@ fn params(breakers: Vec<Breaker>) -> DryParams {
         .into_iter()
         .map(|b| match b {
             Breaker::Text(s) => Value::Str(s),
-            Breaker::Ids(ids) => Value::List(ids.into_iter().map(|i| Value::Int(i.into())).collect()),
+            Breaker::Ids(ids) => {
+                Value::List(ids.into_iter().map(|i| Value::Int(i.into())).collect())
+            }
         })
         .collect();
     DryParams {

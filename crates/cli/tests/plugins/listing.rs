@@ -59,8 +59,10 @@ fn the_plugin_path_directories_are_scanned() {
     let run = sieve_with(&["samplers"], Some(var));
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stdout
-            .contains(&format!("top_n_sigma  (plugin top_n_sigma 0.1.0, {})", copy.display())),
+        run.stdout.contains(&format!(
+            "top_n_sigma  (plugin top_n_sigma 0.1.0, {})",
+            copy.display()
+        )),
         "{}",
         run.stdout
     );

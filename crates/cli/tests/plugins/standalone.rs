@@ -96,4 +96,20 @@ fn the_template_builds_outside_the_workspace_and_runs() {
     // The library's name and version, from its export line, are listed with the stage.
     let listing = ok(&["samplers", "--plugin", lib]);
     assert!(listing.contains("mine  (plugin mine 0.1.0, "), "{listing}");
+
+    // Built with `panic = "abort"`, a plugin is refused at compile time, with the reason.
+    let out = Command::new(env!("CARGO"))
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_PROFILE_DEV_PANIC", "abort")
+        .env_remove("RUSTFLAGS")
+        .args(["check", "--offline", "--quiet"])
+        .output()
+        .expect("run cargo check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a panic = \"abort\" plugin compiled");
+    assert!(
+        stderr.contains("sieve plugins must be built with `panic = \"unwind\"`"),
+        "{stderr}"
+    );
 }

@@ -111,7 +111,8 @@ impl Candidates {
     /// [`Candidates::first_non_finite`] first; the command line does.
     pub fn load(&mut self, logits: &[f32]) {
         self.logits.clear();
-        self.logits.extend(logits.iter().map(|&x| math::sanitize(x)));
+        self.logits
+            .extend(logits.iter().map(|&x| math::sanitize(x)));
         self.reset_dense();
     }
 
