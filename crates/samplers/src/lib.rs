@@ -21,6 +21,15 @@
 //! | [`eta`] | truncation | HF `EtaLogitsWarper` (arXiv:2210.15191) |
 //! | [`mirostat`] | selector | Mirostat v1, llama.cpp `mirostat` (arXiv:2007.14966) |
 //! | [`mirostat_v2`] | selector | Mirostat v2, llama.cpp `mirostat-v2` |
+//!
+//! # Adding a stage
+//! One file, read top to bottom like [`top_k`]: the doc comment (formula, reference, edge
+//! cases), the stage type with its [`Sampler`](sieve_core::Sampler) impl, a parameter struct
+//! with `#[derive(Params)]` (field name = parameter name, `///` = its doc, `#[param(default =
+//! …, range = …)]`; no default = required), the [`Stage`](sieve_core::Stage) impl (`NAME`,
+//! `DOC`, `SELECTOR`, `ALIASES`, `new`), tests at the bottom; then one line in [`builtins`].
+//! Helpers two stages share live in a shared module (`shared.rs`, `select.rs`), never in a
+//! peer stage's file.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
