@@ -107,27 +107,4 @@ impl Args {
             v => Err(self.wrong(name, ParamKind::Map, v)),
         }
     }
-    /// The seed to use: the `seed` argument, or `run_seed` when it is `-1` (or absent).
-    pub fn seed(&self, run_seed: u64) -> Result<u64, Error> {
-        match self.get("seed") {
-            None | Some(Value::Int(-1)) => Ok(run_seed),
-            Some(Value::Int(s)) if *s >= 0 => Ok(*s as u64),
-            Some(Value::Int(s)) => Err(self.invalid("seed", alloc::format!("{s} is negative"))),
-            Some(v) => Err(self.wrong("seed", ParamKind::Int, v)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use alloc::vec;
-
-    #[test]
-    fn seed_minus_one_is_the_run_seed() {
-        let args = Args::new("dist", vec![("seed".into(), Value::Int(-1))]);
-        assert_eq!(args.seed(7), Ok(7));
-        let args = Args::new("dist", vec![("seed".into(), Value::Int(3))]);
-        assert_eq!(args.seed(7), Ok(3));
-    }
 }
