@@ -4,20 +4,25 @@
 
 use std::path::PathBuf;
 
-use sieve_core::plugin::host::Plugin;
 use sieve_core::{BuildContext, Registry};
 use sieve_dsl::{Compiled, PipelineSpec};
+use sieve_plugin_host::Plugin;
 
 use crate::error::{Failure, ResultExt};
 use crate::plugins;
 
 /// The registry of a command: the built-ins, then the stages of the plugins named by `files`
-/// (`--plugin`) and by the `SIEVE_PLUGIN_PATH` directories, each stage name once (a plugin may
-/// not redefine a built-in's or another plugin's stage).
+/// (`--plugin`) and of the libraries in the `SIEVE_PLUGIN_PATH` directories.
+///
+/// Each stage name is defined once. A stage that a `--plugin` file defines and a library found
+/// on `SIEVE_PLUGIN_PATH` defines too is taken from the `--plugin` file, with a note on stderr
+/// (an installed copy does not stand in the way of a development build); any other clash (two
+/// `--plugin` files, two path libraries, a plugin and a built-in) is an error.
 ///
 /// # Errors
 /// [`Failure::Usage`] naming the file (and the stage, for a clash).
 pub fn registry(files: &[PathBuf]) -> Result<Registry, Failure> {
+    let explicit: Vec<PathBuf> = files.iter().map(|f| plugins::canonical(f)).collect();
     let var = std::env::var_os(plugins::PATH_VAR);
     let files = plugins::discover(files, var.as_deref()).usage()?;
     let loaded = files
@@ -25,9 +30,30 @@ pub fn registry(files: &[PathBuf]) -> Result<Registry, Failure> {
         .map(|f| plugins::load(f))
         .collect::<anyhow::Result<Vec<Plugin>>>()
         .usage()?;
+    let is_explicit = |p: &Plugin| explicit.contains(&plugins::canonical(p.origin().as_ref()));
+    // `--plugin` files first, so their stages are taken when a path library repeats one.
+    let (first, scanned): (Vec<Plugin>, Vec<Plugin>) = loaded.into_iter().partition(is_explicit);
     let mut registry = sieve_samplers::builtin_registry();
-    for plugin in &loaded {
+    for plugin in &first {
         plugin.register(&mut registry).usage()?;
+    }
+    for plugin in &scanned {
+        for entry in plugin.entries() {
+            let by = first
+                .iter()
+                .find(|p| p.stages().any(|s| s.name == entry.info.name));
+            match by {
+                Some(by) => eprintln!(
+                    "note: stage `{}` is defined by --plugin {} and by {} (found on {}); \
+                     using the --plugin one",
+                    entry.info.name,
+                    by.origin(),
+                    plugin.origin(),
+                    plugins::PATH_VAR,
+                ),
+                None => registry.register(entry).usage()?,
+            }
+        }
     }
     Ok(registry)
 }

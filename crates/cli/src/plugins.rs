@@ -7,6 +7,10 @@
 //!   `.dll`) is loaded, in name order. Empty entries are skipped; a directory that cannot be
 //!   read is an error (a typo should not silently drop a plugin).
 //! - The same file reached twice (both ways, or through a link) is loaded once.
+//! - A stage defined both by a `--plugin` file and by a library found on `SIEVE_PLUGIN_PATH`
+//!   is taken from the `--plugin` file, with a note on stderr (so a development build shadows
+//!   an installed copy); two `--plugin` files, or two path libraries, defining one stage are
+//!   an error ([`crate::pipeline::use_plugins`]).
 //!
 //! Only files the user names this way are ever loaded.
 
@@ -17,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use sieve_core::plugin::host::Plugin;
+use sieve_plugin_host::Plugin;
 
 /// `--plugin PATH`, on every command that builds a pipeline.
 #[derive(Debug, Clone, Default, Args)]
@@ -58,12 +62,18 @@ pub fn discover(flags: &[PathBuf], path_var: Option<&OsStr>) -> Result<Vec<PathB
     }
     let mut seen = Vec::new();
     files.retain(|f| {
-        let key = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+        let key = canonical(f);
         let new = !seen.contains(&key);
         seen.push(key);
         new
     });
     Ok(files)
+}
+
+/// The canonical form of `file` (itself when it cannot be resolved), to tell whether two
+/// paths name one file.
+pub fn canonical(file: &Path) -> PathBuf {
+    std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf())
 }
 
 /// Whether `path` is a file with the platform's shared-library extension.
@@ -80,9 +90,9 @@ fn loaded() -> &'static Mutex<HashMap<PathBuf, Plugin>> {
 /// Loads `file` (or returns it, if this process loaded it before).
 ///
 /// # Errors
-/// The [`sieve_core::plugin::host::LoadError`] naming the file.
+/// The [`sieve_plugin_host::LoadError`] naming the file.
 pub fn load(file: &Path) -> Result<Plugin> {
-    let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let key = canonical(file);
     let mut cache = loaded().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(plugin) = cache.get(&key) {
         return Ok(plugin.clone());

@@ -106,7 +106,7 @@ fn samplers_json() {
         keys.sort();
         assert_eq!(
             keys,
-            ["doc", "name", "origin", "params", "selector"],
+            ["doc", "name", "origin", "params", "plugin", "selector"],
             "{stage}"
         );
         for p in stage["params"].as_array().unwrap() {

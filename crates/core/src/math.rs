@@ -1,6 +1,7 @@
 //! Vectorizable kernels over logit slices: the maximum, a fast `exp`, and the sum of
 //! exponentials. Written as fixed-width lane loops that LLVM turns into SIMD on the baseline
-//! target (SSE2 on x86-64, NEON on aarch64), so the crate needs no `std` or `unsafe`.
+//! target (SSE2 on x86-64, NEON on aarch64), so they need no `std`; the only `unsafe` is the
+//! AVX2 kernel of [`scan_at_least`], allowed there alone (the crate denies `unsafe_code`).
 
 /// Number of independent lanes the kernels accumulate in.
 const LANES: usize = 8;
@@ -8,6 +9,18 @@ const LANES: usize = 8;
 /// Lanes of [`max`]: four independent 8-wide chains, so the loop is bound by loads rather than
 /// by the latency of one chain of comparisons.
 const MAX_LANES: usize = 32;
+
+/// How a logit is read into [`Candidates`](crate::Candidates) (on load, on `set_logit`, and
+/// when a plugin hands candidates back): NaN as `-inf` (a masked token), `+inf` as
+/// `f32::MAX` (so probabilities stay finite).
+#[inline(always)]
+pub fn sanitize(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::NEG_INFINITY
+    } else {
+        x.min(f32::MAX)
+    }
+}
 
 /// The largest value, ignoring NaN; `-inf` for an empty slice.
 ///
@@ -157,6 +170,7 @@ pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut alloc::vec::V
 /// With AVX2 (x86-64-v3 builds) a group is one compare and one mask extraction, and
 /// `on_hits` is called out of line, so a scan with few hits runs at the speed of reading;
 /// elsewhere a portable loop does the same.
+#[allow(unsafe_code)] // the AVX2 kernel below; the portable loop is safe code
 pub fn scan_at_least(xs: &[f32], threshold: f32, on_hits: &mut dyn FnMut(usize, u32) -> f32) {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
     {
@@ -180,6 +194,7 @@ pub fn scan_at_least(xs: &[f32], threshold: f32, on_hits: &mut dyn FnMut(usize, 
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+#[allow(unsafe_code)] // the documented vectorized kernel: unaligned loads within bounds
 mod avx2 {
     use core::arch::x86_64::{
         _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ,

@@ -5,8 +5,6 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::error::Error;
-
 /// One argument value, as written in a pipeline (`40`, `0.9`, `-inf`, `"\n"`, `true`,
 /// `[1, 2]`, `{13: -inf, "Hello": 2.5}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +136,19 @@ impl fmt::Display for ParamKind {
 }
 
 impl ParamKind {
+    /// Whether a value of this kind may be written as `value` (an integer is accepted for a
+    /// float): the one table of which value types each kind takes.
+    pub fn accepts(&self, value: &Value) -> bool {
+        matches!(
+            (self, value),
+            (ParamKind::Float, Value::Int(_) | Value::Float(_))
+                | (ParamKind::Int, Value::Int(_))
+                | (ParamKind::Bool, Value::Bool(_))
+                | (ParamKind::Str, Value::Str(_))
+                | (ParamKind::List, Value::List(_))
+                | (ParamKind::Map, Value::Map(_))
+        )
+    }
     /// Short name for listings (`float`, `int`, …).
     pub fn short_name(&self) -> &'static str {
         match self {
@@ -302,148 +313,89 @@ impl ParamSpec {
     }
 
     /// Checks `value` against this parameter's type and range and returns it in canonical type
-    /// (an integer given for a float parameter becomes a float). On failure returns a message
-    /// without location, for the caller to place.
-    pub fn check(&self, value: &Value) -> Result<Value, String> {
+    /// (an integer given for a float parameter becomes a float).
+    ///
+    /// # Errors
+    /// [`ParamError::WrongType`] or [`ParamError::OutOfRange`], without a location, for the
+    /// caller to place.
+    pub fn check(&self, value: &Value) -> Result<Value, ParamError> {
+        if !self.kind.accepts(value) {
+            return Err(ParamError::WrongType {
+                param: self.name.clone(),
+                expected: self.kind,
+                found: value.type_name(),
+            });
+        }
         let converted = match (self.kind, value) {
             (ParamKind::Float, Value::Int(i)) => Value::Float(*i as f64),
-            (ParamKind::Float, Value::Float(_))
-            | (ParamKind::Int, Value::Int(_))
-            | (ParamKind::Bool, Value::Bool(_))
-            | (ParamKind::Str, Value::Str(_))
-            | (ParamKind::List, Value::List(_))
-            | (ParamKind::Map, Value::Map(_)) => value.clone(),
-            (kind, v) => {
-                return Err(alloc::format!(
-                    "`{}` must be {kind}, found {}",
-                    self.name,
-                    v.type_name()
-                ))
-            }
+            _ => value.clone(),
         };
         if let (Some(range), Some(x)) = (self.range, converted.as_f64()) {
             if x.is_nan() || !range.contains(x) {
-                return Err(alloc::format!(
-                    "`{}` = {converted} is out of range; valid range is {range}",
-                    self.name
-                ));
+                return Err(ParamError::OutOfRange {
+                    param: self.name.clone(),
+                    value: converted,
+                    range,
+                });
             }
         }
         Ok(converted)
     }
 }
 
-/// The validated arguments of one stage: every parameter of its schema by name, defaults
-/// filled, types checked. Constructors read them with the typed getters.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Args {
-    stage: String,
-    values: Vec<(String, Value)>,
+/// Why [`ParamSpec::check`] refused a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamError {
+    /// The value has a type the parameter does not accept.
+    WrongType {
+        /// The parameter.
+        param: String,
+        /// The kind it accepts.
+        expected: ParamKind,
+        /// What was given (a type name from [`Value::type_name`]).
+        found: &'static str,
+    },
+    /// A number outside the parameter's range (or NaN).
+    OutOfRange {
+        /// The parameter.
+        param: String,
+        /// The value, in canonical type.
+        value: Value,
+        /// The valid range.
+        range: Range,
+    },
 }
 
-impl Args {
-    /// Arguments of `stage`, in schema order.
-    pub fn new(stage: &str, values: Vec<(String, Value)>) -> Self {
-        Args {
-            stage: stage.to_string(),
-            values,
-        }
-    }
-    /// The stage these arguments belong to.
-    pub fn stage(&self) -> &str {
-        &self.stage
-    }
-    /// All `(name, value)` pairs in schema order.
-    pub fn values(&self) -> &[(String, Value)] {
-        &self.values
-    }
-    /// The value of `name`, if present.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
-    }
-    fn require(&self, name: &str) -> Result<&Value, Error> {
-        self.get(name).ok_or_else(|| Error::MissingArgument {
-            stage: self.stage.clone(),
-            param: name.to_string(),
-        })
-    }
-    fn wrong(&self, name: &str, expected: ParamKind, found: &Value) -> Error {
-        Error::WrongType {
-            stage: self.stage.clone(),
-            param: name.to_string(),
-            expected,
-            found: found.type_name(),
-        }
-    }
-    /// An error about argument `name` of this stage, for constructors that check more than the
-    /// schema can.
-    pub fn invalid(&self, name: &str, message: impl Into<String>) -> Error {
-        Error::InvalidArgument {
-            stage: self.stage.clone(),
-            param: name.to_string(),
-            message: message.into(),
-        }
-    }
-    /// A number.
-    pub fn f64(&self, name: &str) -> Result<f64, Error> {
-        let v = self.require(name)?;
-        v.as_f64()
-            .ok_or_else(|| self.wrong(name, ParamKind::Float, v))
-    }
-    /// A number as `f32`.
-    pub fn f32(&self, name: &str) -> Result<f32, Error> {
-        self.f64(name).map(|x| x as f32)
-    }
-    /// An integer.
-    pub fn i64(&self, name: &str) -> Result<i64, Error> {
-        match self.require(name)? {
-            Value::Int(i) => Ok(*i),
-            v => Err(self.wrong(name, ParamKind::Int, v)),
-        }
-    }
-    /// A non-negative integer as `usize` (negative values are an [`Error::InvalidArgument`]).
-    pub fn usize(&self, name: &str) -> Result<usize, Error> {
-        let i = self.i64(name)?;
-        usize::try_from(i).map_err(|_| self.invalid(name, alloc::format!("{i} is negative")))
-    }
-    /// A boolean.
-    pub fn bool(&self, name: &str) -> Result<bool, Error> {
-        match self.require(name)? {
-            Value::Bool(b) => Ok(*b),
-            v => Err(self.wrong(name, ParamKind::Bool, v)),
-        }
-    }
-    /// A string.
-    pub fn str(&self, name: &str) -> Result<&str, Error> {
-        match self.require(name)? {
-            Value::Str(s) => Ok(s),
-            v => Err(self.wrong(name, ParamKind::Str, v)),
-        }
-    }
-    /// A list.
-    pub fn list(&self, name: &str) -> Result<&[Value], Error> {
-        match self.require(name)? {
-            Value::List(items) => Ok(items),
-            v => Err(self.wrong(name, ParamKind::List, v)),
-        }
-    }
-    /// A map, as its entries in written order.
-    pub fn map(&self, name: &str) -> Result<&[(Value, Value)], Error> {
-        match self.require(name)? {
-            Value::Map(entries) => Ok(entries),
-            v => Err(self.wrong(name, ParamKind::Map, v)),
-        }
-    }
-    /// The seed to use: the `seed` argument, or `run_seed` when it is `-1` (or absent).
-    pub fn seed(&self, run_seed: u64) -> Result<u64, Error> {
-        match self.get("seed") {
-            None | Some(Value::Int(-1)) => Ok(run_seed),
-            Some(Value::Int(s)) if *s >= 0 => Ok(*s as u64),
-            Some(Value::Int(s)) => Err(self.invalid("seed", alloc::format!("{s} is negative"))),
-            Some(v) => Err(self.wrong("seed", ParamKind::Int, v)),
+impl ParamError {
+    /// The parameter the error is about.
+    pub fn param(&self) -> &str {
+        match self {
+            ParamError::WrongType { param, .. } | ParamError::OutOfRange { param, .. } => param,
         }
     }
 }
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamError::WrongType {
+                param,
+                expected,
+                found,
+            } => write!(f, "`{param}` must be {expected}, found {found}"),
+            ParamError::OutOfRange {
+                param,
+                value,
+                range,
+            } => write!(
+                f,
+                "`{param}` = {value} is out of range; valid range is {range}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ParamError {}
 
 #[cfg(test)]
 mod tests {
@@ -466,19 +418,16 @@ mod tests {
         let p = ParamSpec::float("p", 0.9, Range::closed(0.0, 1.0), "mass");
         assert_eq!(p.check(&Value::Int(1)), Ok(Value::Float(1.0)));
         let err = p.check(&Value::Float(1.5)).unwrap_err();
-        assert_eq!(err, "`p` = 1.5 is out of range; valid range is [0, 1]");
+        assert!(matches!(err, ParamError::OutOfRange { .. }));
+        assert_eq!(
+            err.to_string(),
+            "`p` = 1.5 is out of range; valid range is [0, 1]"
+        );
         let err = p.check(&Value::Str("x".into())).unwrap_err();
-        assert_eq!(err, "`p` must be a number, found a string");
+        assert!(matches!(err, ParamError::WrongType { .. }));
+        assert_eq!(err.to_string(), "`p` must be a number, found a string");
         let k = ParamSpec::int("k", 40, Range::at_least(0.0), "count");
         assert!(k.check(&Value::Float(1.0)).is_err());
         assert!(p.check(&Value::Float(f64::NAN)).is_err());
-    }
-
-    #[test]
-    fn seed_minus_one_is_the_run_seed() {
-        let args = Args::new("dist", vec![("seed".into(), Value::Int(-1))]);
-        assert_eq!(args.seed(7), Ok(7));
-        let args = Args::new("dist", vec![("seed".into(), Value::Int(3))]);
-        assert_eq!(args.seed(7), Ok(3));
     }
 }

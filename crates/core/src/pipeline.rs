@@ -1,33 +1,33 @@
 //! A built chain of stages.
 
 use alloc::boxed::Box;
-use alloc::string::ToString;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::{Candidates, Context, Error, Sampler};
 
 /// A chain of stages, run in order on one step's candidates; the last one selects.
 pub struct Pipeline {
-    stages: Vec<Box<dyn Sampler>>,
+    /// Each stage with the registry name it was built under.
+    stages: Vec<(String, Box<dyn Sampler>)>,
 }
 
 impl core::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list()
-            .entries(self.stages.iter().map(|s| s.name()))
-            .finish()
+        f.debug_list().entries(self.names()).finish()
     }
 }
 
 impl Pipeline {
-    /// A pipeline of these stages, in run order.
-    pub fn new(stages: Vec<Box<dyn Sampler>>) -> Self {
+    /// A pipeline of these stages, in run order, each with the name it is known by (its
+    /// [`Stage::NAME`](crate::Stage::NAME)), used in error messages and [`Pipeline::names`].
+    pub fn new(stages: Vec<(String, Box<dyn Sampler>)>) -> Self {
         Pipeline { stages }
     }
 
     /// The stages' names in run order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.stages.iter().map(|s| s.name())
+        self.stages.iter().map(|(name, _)| name.as_str())
     }
 
     /// Number of stages.
@@ -66,20 +66,15 @@ impl Pipeline {
                 stage: "(input)".to_string(),
             });
         }
-        let last = self
-            .stages
-            .last()
-            .ok_or(Error::EmptyPipeline)?
-            .name()
-            .to_string();
-        for stage in &mut self.stages {
+        let last = self.stages.last().ok_or(Error::EmptyPipeline)?.0.clone();
+        for (name, stage) in &mut self.stages {
             stage.apply(candidates, cx)?;
             if !candidates.has_finite() {
                 return Err(Error::NoFiniteCandidates {
-                    stage: stage.name().to_string(),
+                    stage: name.to_string(),
                 });
             }
-            observe(stage.name(), candidates);
+            observe(name, candidates);
         }
         candidates
             .selected_id()
@@ -88,14 +83,14 @@ impl Pipeline {
 
     /// Passes the chosen token to every stage.
     pub fn accept(&mut self, token: u32) {
-        for stage in &mut self.stages {
+        for (_, stage) in &mut self.stages {
             stage.accept(token);
         }
     }
 
     /// Resets every stage.
     pub fn reset(&mut self) {
-        for stage in &mut self.stages {
+        for (_, stage) in &mut self.stages {
             stage.reset();
         }
     }

@@ -5,7 +5,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use crate::{Args, BuildContext, Error, ParamSpec, Sampler};
+use crate::{Args, BuildContext, Error, ParamSpec, Params, Sampler, Stage};
 
 /// Builds a stage from validated arguments.
 pub type BuildFn =
@@ -24,8 +24,24 @@ pub struct StageInfo {
     /// Whether the stage selects the token (a pipeline that does not end in a selector gets
     /// `dist` appended).
     pub selector: bool,
+    /// Other names "did you mean" suggests this stage for ([`Stage::ALIASES`]).
+    pub aliases: Vec<String>,
     /// `built-in`, or the file of the plugin that defined it.
     pub origin: String,
+    /// For a plugin's stage, the library that defined it (as its `export_plugin!` line
+    /// names it); `None` for a built-in.
+    pub plugin: Option<PluginOrigin>,
+}
+
+/// The plugin library a stage comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginOrigin {
+    /// The plugin's name (`export_plugin!(name = …)`).
+    pub name: String,
+    /// The plugin's version (`export_plugin!(version = …)`).
+    pub version: String,
+    /// The file it was loaded from, as given.
+    pub file: String,
 }
 
 impl StageInfo {
@@ -36,7 +52,21 @@ impl StageInfo {
             doc: doc.to_string(),
             params,
             selector: false,
+            aliases: Vec::new(),
             origin: "built-in".to_string(),
+            plugin: None,
+        }
+    }
+    /// The description of stage type `S`, as a built-in.
+    pub fn of<S: Stage>() -> Self {
+        StageInfo {
+            name: S::NAME.to_string(),
+            doc: S::DOC.to_string(),
+            params: S::Params::schema(),
+            selector: S::SELECTOR,
+            aliases: S::ALIASES.iter().map(|a| a.to_string()).collect(),
+            origin: "built-in".to_string(),
+            plugin: None,
         }
     }
     /// Marks the stage as a selector.
@@ -71,6 +101,17 @@ impl StageEntry {
             info,
             build: Box::new(build),
         }
+    }
+}
+
+impl StageEntry {
+    /// The entry of stage type `S` ([`StageInfo::of`]): its constructor reads
+    /// [`Stage::Params`] from the arguments and calls [`Stage::new`].
+    pub fn of<S: Stage>() -> Self {
+        StageEntry::new(StageInfo::of::<S>(), |args, cx| {
+            let params = S::Params::from_args(args)?;
+            Ok(Box::new(S::new(params, cx)?))
+        })
     }
 }
 
@@ -109,6 +150,14 @@ impl Registry {
         }
         self.entries.insert(entry.info.name.clone(), entry);
         Ok(())
+    }
+
+    /// Adds stage type `S` ([`StageEntry::of`]).
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn add<S: Stage>(&mut self) -> Result<(), Error> {
+        self.register(StageEntry::of::<S>())
     }
 
     /// The stage called `name`.

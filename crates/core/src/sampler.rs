@@ -12,15 +12,16 @@ use crate::{Candidates, Context, Error};
 ///
 /// A stage built with a neutral parameter (`top_k(0)`, `top_p(1)`, `temp(1)`, …) must leave
 /// the candidates untouched.
+///
+/// The stage's name is not the sampler's business: it is written once, in
+/// [`Stage::NAME`](crate::Stage::NAME), and the [`Pipeline`](crate::Pipeline) keeps it
+/// beside each stage for its error messages.
 pub trait Sampler: Send {
-    /// The stage's name as written in a pipeline (`top_k`).
-    fn name(&self) -> &str;
-
     /// Transforms `candidates` for the step described by `cx`.
     ///
     /// # Errors
     /// A stage that cannot do its work (for instance a grammar that admits no token) returns
-    /// [`Error::Stage`] naming itself.
+    /// [`Error::Stage`] naming itself ([`Stage::NAME`](crate::Stage::NAME)).
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error>;
 
     /// Sees the token finally chosen for this step (or a prompt token, before generation).

@@ -1,13 +1,41 @@
-//! Parse, validate and build in one step, with constructor errors placed in the source text.
+//! The compiler: text → [`PipelineSpec`] (parse, validate) → [`Pipeline`] (build), with
+//! constructor errors placed in the source text.
 
 use alloc::vec::Vec;
 
 use sieve_core::{BuildContext, Error, Pipeline, Registry};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::span::StageSpans;
 use crate::spec::PipelineSpec;
-use crate::validate::StageSpans;
-use crate::{suggest, syntax, validate};
+use crate::{syntax, validate};
+
+impl PipelineSpec {
+    /// Parses and validates `source` against the registry's schemas (no stage is built).
+    ///
+    /// # Errors
+    /// The first mistake in text order, as a [`Diagnostic`] pointing into `source`.
+    pub fn parse(source: &str, registry: &Registry) -> Result<PipelineSpec, Diagnostic> {
+        parse_located(source, registry).map(|(spec, _)| spec)
+    }
+
+    /// Builds the stages.
+    ///
+    /// The spec has no source text of its own, so a constructor's error is placed in the
+    /// canonical text (`self.to_string()`): render it with that text. [`crate::compile`]
+    /// places it in the text the user wrote instead.
+    ///
+    /// # Errors
+    /// An unknown stage, or a constructor's error.
+    pub fn build(
+        &self,
+        registry: &Registry,
+        cx: &BuildContext<'_>,
+    ) -> Result<Pipeline, Diagnostic> {
+        let (text, spans) = self.canonical();
+        build_located(self, &spans, registry, cx, &text)
+    }
+}
 
 /// A compiled pipeline: its canonical spec and the built stages.
 #[derive(Debug)]
@@ -56,26 +84,16 @@ pub(crate) fn build_located(
         let at = spans.get(i);
         let stage_span = at.map_or_else(|| crate::Span::point(source.len()), |s| s.stage);
         if registry.get(&stage.name).is_none() {
-            let names: Vec<&str> = registry.names().collect();
-            let d = Diagnostic::new(
-                DiagnosticKind::UnknownStage,
-                alloc::format!(
-                    "unknown stage `{}`",
-                    crate::diagnostic::clip(&stage.name, 32)
-                ),
+            return Err(validate::unknown_stage(
+                registry,
+                &stage.name,
                 stage_span,
                 source,
-            );
-            return Err(
-                match suggest::did_you_mean(&suggest::closest(&stage.name, &names)) {
-                    Some(near) => d.with_help(near),
-                    None => d,
-                },
-            );
+            ));
         }
         let args = sieve_core::Args::new(&stage.name, stage.args.clone());
         match registry.build(&stage.name, &args, cx) {
-            Ok(built) => stages.push(built),
+            Ok(built) => stages.push((stage.name.clone(), built)),
             Err(e) => return Err(build_error(&e, at, stage_span, source)),
         }
     }

@@ -67,7 +67,7 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
-struct HelpSuffix<'a>(Option<&'a str>);
+pub(crate) struct HelpSuffix<'a>(pub(crate) Option<&'a str>);
 
 impl fmt::Display for HelpSuffix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,24 +98,6 @@ impl Diagnostic {
         self.help = Some(help.into());
         self
     }
-
-    /// Multi-line rendering with the source line and a caret (`^^^`) under the span:
-    ///
-    /// ```text
-    /// error: unknown stage `top_q`
-    ///  --> line 1, column 13
-    ///   |
-    /// 1 | temp(0.7) | top_q(0.9)
-    ///   |             ^^^^^
-    ///   = help: did you mean `top_p`?
-    /// ```
-    ///
-    /// `source` should be the text the diagnostic was made for. Tabs and control characters
-    /// are shown so that the caret stays aligned, and a very long line is cut to a window
-    /// around the span.
-    pub fn render(&self, source: &str) -> String {
-        crate::render::render(self, source)
-    }
 }
 
 /// `text` cut to at most `max` characters (with `…`), for quoting user input in messages.
@@ -124,6 +106,18 @@ pub(crate) fn clip(text: &str, max: usize) -> alloc::borrow::Cow<'_, str> {
         None => alloc::borrow::Cow::Borrowed(text),
         Some((cut, _)) => alloc::borrow::Cow::Owned(alloc::format!("{}…", &text[..cut])),
     }
+}
+
+/// The diagnostic for a pipeline without a stage (blank text, or an empty list of stage
+/// objects).
+pub(crate) fn empty_pipeline(source: &str) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::Syntax,
+        "empty pipeline",
+        Span::point(0),
+        source,
+    )
+    .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`")
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! mistake is a [`Diagnostic`] with a line, a column and a caret-rendered form.
 //!
 //! ```
-//! let registry = sieve_samplers::builtin_registry();
+//! # let registry = sieve_samplers::builtin_registry();
+//! // `registry`: the stages this run knows (here the built-ins of `sieve-samplers`).
 //! let spec = sieve_dsl::PipelineSpec::parse("top_k(40)", &registry).unwrap();
 //! assert!(spec.to_string().starts_with("top_k(k=40)"));
 //! let err = sieve_dsl::PipelineSpec::parse("top_k(k=-1)", &registry).unwrap_err();
@@ -69,12 +70,20 @@
 //!
 //! # serde
 //!
-//! A [`PipelineSpec`] serializes as its canonical text, and deserializes from a pipeline string
-//! or from a list of stage objects, `[{"stage": "top_k", "k": 40}, {"stage": "temp", "t":
-//! 0.7}]`, both validated against the built-in registry
-//! (`sieve_samplers::builtin_registry()`). A configuration that uses a plugin's stage must
-//! therefore keep the pipeline as a string and parse it with [`PipelineSpec::parse`] and a
-//! registry holding the plugin.
+//! A [`PipelineSpec`] serializes as its canonical text. Reading one back needs the registry
+//! the pipeline will run with, which this crate does not know (it knows no stage: the
+//! built-ins live in `sieve-samplers`, plugins are loaded at run time), so there is no plain
+//! `Deserialize` for it:
+//!
+//! - a configuration type holds a [`PipelineSource`] (which does implement `Deserialize`: a
+//!   pipeline string, or a list of stage objects `[{"stage": "top_k", "k": 40}, {"stage":
+//!   "temp", "t": 0.7}]`), and validates it once the registry is known with
+//!   [`PipelineSource::resolve`];
+//! - or a [`SpecSeed`]`(&registry)` deserializes and validates in one go
+//!   (`serde::de::DeserializeSeed`).
+//!
+//! Errors name the place: the line and column for the text form, the 1-based stage index for
+//! the list form (`stage 2 (`top_kk`): unknown stage …`).
 //!
 //! # Robustness
 //!
@@ -89,6 +98,7 @@ extern crate alloc;
 mod ast;
 mod compile;
 mod diagnostic;
+mod grammar;
 mod literal;
 mod render;
 mod scan;
@@ -103,5 +113,6 @@ mod validate;
 pub use compile::{compile, Compiled};
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use scan::MAX_NESTING;
+pub use serde_impl::{PipelineSource, SourceError, SpecSeed};
 pub use span::Span;
 pub use spec::{PipelineSpec, StageSpec};

@@ -42,6 +42,26 @@ fn shown(c: char, out: &mut String) -> usize {
     }
 }
 
+impl Diagnostic {
+    /// Multi-line rendering with the source line and a caret (`^^^`) under the span:
+    ///
+    /// ```text
+    /// error: unknown stage `top_q`
+    ///  --> line 1, column 13
+    ///   |
+    /// 1 | temp(0.7) | top_q(0.9)
+    ///   |             ^^^^^
+    ///   = help: did you mean `top_p`?
+    /// ```
+    ///
+    /// `source` should be the text the diagnostic was made for. Tabs and control characters
+    /// are shown so that the caret stays aligned, and a very long line is cut to a window
+    /// around the span.
+    pub fn render(&self, source: &str) -> String {
+        render(self, source)
+    }
+}
+
 /// See [`Diagnostic::render`].
 pub(crate) fn render(d: &Diagnostic, source: &str) -> String {
     let span = d.span.clamp(source);

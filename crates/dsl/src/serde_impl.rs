@@ -1,5 +1,6 @@
-//! serde for [`PipelineSpec`]: serialized as its canonical text; deserialized from that text or
-//! from a list of stage objects, validated against the built-in registry.
+//! serde for [`PipelineSpec`]: serialized as its canonical text; read back, from that text or
+//! from a list of stage objects, as a [`PipelineSource`] validated against a registry the
+//! caller gives ([`PipelineSource::resolve`], [`SpecSeed`]).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -7,9 +8,10 @@ use core::fmt;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
-use sieve_core::Value;
+use sieve_core::{Registry, Value};
 
 use crate::ast;
+use crate::diagnostic::{empty_pipeline, Diagnostic, HelpSuffix};
 use crate::span::Span;
 use crate::spec::PipelineSpec;
 use crate::validate;
@@ -20,36 +22,110 @@ impl Serialize for PipelineSpec {
     }
 }
 
-/// Accepts either the pipeline text (`"top_k(40) | temp(0.7)"`) or a list of stage objects
-/// (`[{"stage": "top_k", "k": 40}, {"stage": "temp", "t": 0.7}]`: the key `stage` names the
-/// stage, every other key is a parameter). Both are validated against
-/// `sieve_samplers::builtin_registry()`, so a stage from a plugin is unknown here: parse such a
-/// pipeline with [`PipelineSpec::parse`] and the registry holding the plugin instead.
+/// A pipeline as a configuration file holds it, read but not yet validated: the pipeline text
+/// (`"top_k(40) | temp(0.7)"`) or a list of stage objects (`[{"stage": "top_k", "k": 40},
+/// {"stage": "temp", "t": 0.7}]`: the key `stage` names the stage, every other key is a
+/// parameter). Validation needs the registry the pipeline will run with (built-ins and
+/// plugins): [`PipelineSource::resolve`] turns it into a [`PipelineSpec`]; [`SpecSeed`] does
+/// both in one deserialization.
 ///
 /// In the list form, JSON values map onto [`Value`] as they are: an integer is an integer, a
 /// number with a fraction or exponent is a float, an object is a map with string keys. A map
 /// with integer keys (token ids) or an infinity needs the text form, which can write
 /// `{13: -inf}`.
-impl<'de> Deserialize<'de> for PipelineSpec {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SpecVisitor)
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineSource(Source);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    Text(String),
+    Stages(Vec<ast::Stage>),
+}
+
+impl PipelineSource {
+    /// A source holding pipeline text.
+    pub fn text(text: impl Into<String>) -> Self {
+        PipelineSource(Source::Text(text.into()))
+    }
+
+    /// Validates the pipeline against `registry`'s schemas (no stage is built).
+    ///
+    /// # Errors
+    /// A [`SourceError`]: the text's [`Diagnostic`], or for the list form the diagnostic of the
+    /// stage at fault with its 1-based index.
+    pub fn resolve(&self, registry: &Registry) -> Result<PipelineSpec, SourceError> {
+        match &self.0 {
+            Source::Text(text) => PipelineSpec::parse(text, registry).map_err(SourceError::Text),
+            Source::Stages(stages) => {
+                let blank = " ".repeat(stages.len());
+                validate::validate(stages, registry, &blank)
+                    .map(|(spec, _)| spec)
+                    .map_err(|d| {
+                        let index = (d.column - 1).min(stages.len() - 1);
+                        SourceError::Stage {
+                            index: index + 1,
+                            name: stages[index].name.clone(),
+                            diagnostic: d,
+                        }
+                    })
+            }
+        }
     }
 }
 
-struct SpecVisitor;
+/// Why a [`PipelineSource`] does not validate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SourceError {
+    /// The pipeline text's diagnostic.
+    #[error("{0}")]
+    Text(Diagnostic),
+    /// The diagnostic of one stage object of the list form.
+    #[error("stage {index} (`{name}`): {}{}", diagnostic.message, HelpSuffix(diagnostic.help.as_deref()))]
+    Stage {
+        /// 1-based position of the stage object.
+        index: usize,
+        /// The name it gave.
+        name: String,
+        /// What is wrong (its column is `index`).
+        diagnostic: Diagnostic,
+    },
+}
 
-impl<'de> Visitor<'de> for SpecVisitor {
+/// Deserializes a [`PipelineSpec`] validated against a registry: a [`PipelineSource`] then
+/// [`PipelineSource::resolve`]. `SpecSeed(&registry).deserialize(deserializer)`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpecSeed<'a>(pub &'a Registry);
+
+impl<'de> DeserializeSeed<'de> for SpecSeed<'_> {
     type Value = PipelineSpec;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<PipelineSpec, D::Error> {
+        PipelineSource::deserialize(deserializer)?
+            .resolve(self.0)
+            .map_err(de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for PipelineSource {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SourceVisitor)
+    }
+}
+
+struct SourceVisitor;
+
+impl<'de> Visitor<'de> for SourceVisitor {
+    type Value = PipelineSource;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a pipeline string or a list of stage objects")
     }
 
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<PipelineSpec, E> {
-        PipelineSpec::parse(text, &sieve_samplers::builtin_registry()).map_err(E::custom)
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<PipelineSource, E> {
+        Ok(PipelineSource::text(text))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PipelineSpec, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PipelineSource, A::Error> {
         let mut stages = Vec::new();
         while let Some(StageObject(mut stage)) = seq.next_element()? {
             // Each stage "sits" at its index in a blank text of one column per stage, so that a
@@ -67,23 +143,9 @@ impl<'de> Visitor<'de> for SpecVisitor {
             stages.push(stage);
         }
         if stages.is_empty() {
-            return Err(de::Error::custom("the pipeline has no stage"));
+            return Err(de::Error::custom(empty_pipeline("")));
         }
-        let blank = " ".repeat(stages.len());
-        let registry = sieve_samplers::builtin_registry();
-        match validate::validate(&stages, &registry, &blank) {
-            Ok((spec, _)) => Ok(spec),
-            Err(d) => {
-                let index = (d.column - 1).min(stages.len() - 1);
-                let help = d.help.map(|h| alloc::format!(" ({h})")).unwrap_or_default();
-                Err(de::Error::custom(alloc::format!(
-                    "stage {} (`{}`): {}{help}",
-                    index + 1,
-                    stages[index].name,
-                    d.message
-                )))
-            }
-        }
+        Ok(PipelineSource(Source::Stages(stages)))
     }
 }
 

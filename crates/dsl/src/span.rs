@@ -1,5 +1,8 @@
 //! Byte spans in the pipeline text and their line/column.
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 /// A byte range `start..end` in the pipeline text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
@@ -99,5 +102,27 @@ mod tests {
         assert_eq!(Span::new(2, 9).clamp(src), Span::new(1, 3));
         assert_eq!(Span::new(5, 2).clamp(src), Span::new(3, 3));
         assert_eq!(line_column(src, 2), (1, 2));
+    }
+}
+
+/// Where each stage and each given argument of a validated pipeline was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StageSpans {
+    /// The stage (for an appended `dist`: the point after the last stage).
+    pub stage: Span,
+    /// Each argument given in the text, by parameter name: the span of `name=value` or of the
+    /// positional value.
+    pub args: Vec<(String, Span)>,
+    /// Whether the stage was appended, not written.
+    pub appended: bool,
+}
+
+impl StageSpans {
+    /// The span of argument `param` when it was written, else of the stage.
+    pub fn of(&self, param: &str) -> Span {
+        self.args
+            .iter()
+            .find(|(n, _)| n == param)
+            .map_or(self.stage, |(_, s)| *s)
     }
 }

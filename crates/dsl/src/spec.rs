@@ -1,14 +1,13 @@
-//! [`PipelineSpec`]: a validated pipeline in canonical form, and its text.
+//! [`PipelineSpec`]: a validated pipeline in canonical form, and its text. Data only: parsing
+//! and building live in the compiler ([`crate::compile`]), which depends on this module.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use sieve_core::{BuildContext, Pipeline, Registry, Value};
+use sieve_core::Value;
 
-use crate::diagnostic::Diagnostic;
-use crate::span::Span;
-use crate::validate::StageSpans;
+use crate::span::{Span, StageSpans};
 
 /// A validated pipeline in canonical form: every argument by name, in schema order, defaults
 /// filled, and `dist` appended when the text did not end in a selector.
@@ -16,8 +15,8 @@ use crate::validate::StageSpans;
 /// `Display` prints the canonical text (`top_k(k=40) | top_p(p=0.9, min_keep=1) |
 /// dist(seed=-1)`); parsing that text with the same registry gives an identical spec.
 ///
-/// With serde, a spec serializes as its canonical text, and deserializes from such a string or
-/// from a list of stage objects (see the crate documentation).
+/// With serde, a spec serializes as its canonical text; reading one needs a registry
+/// ([`crate::SpecSeed`], or [`crate::PipelineSource`] then [`PipelineSource::resolve`](crate::PipelineSource::resolve); see the crate documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineSpec {
     /// The stages in run order.
@@ -41,31 +40,6 @@ impl StageSpec {
 }
 
 impl PipelineSpec {
-    /// Parses and validates `source` against the registry's schemas (no stage is built).
-    ///
-    /// # Errors
-    /// The first mistake in text order, as a [`Diagnostic`] pointing into `source`.
-    pub fn parse(source: &str, registry: &Registry) -> Result<PipelineSpec, Diagnostic> {
-        crate::compile::parse_located(source, registry).map(|(spec, _)| spec)
-    }
-
-    /// Builds the stages.
-    ///
-    /// The spec has no source text of its own, so a constructor's error is placed in the
-    /// canonical text (`self.to_string()`): render it with that text. [`crate::compile`]
-    /// places it in the text the user wrote instead.
-    ///
-    /// # Errors
-    /// An unknown stage, or a constructor's error.
-    pub fn build(
-        &self,
-        registry: &Registry,
-        cx: &BuildContext<'_>,
-    ) -> Result<Pipeline, Diagnostic> {
-        let (text, spans) = self.canonical();
-        crate::compile::build_located(self, &spans, registry, cx, &text)
-    }
-
     /// The canonical text and where each stage and argument is in it.
     pub(crate) fn canonical(&self) -> (String, Vec<StageSpans>) {
         let mut out = String::new();

@@ -7,26 +7,6 @@ use alloc::vec::Vec;
 /// distance is quadratic).
 const MAX_COMPARED: usize = 64;
 
-/// Names other tools use for a stage, mapped to ours (suggested only when ours is known).
-const ALIASES: &[(&str, &str)] = &[
-    ("temperature", "temp"),
-    ("repetition_penalty", "penalty"),
-    ("repeat_penalty", "penalty"),
-    ("penalties", "penalty"),
-    ("frequency_penalty", "penalty"),
-    ("presence_penalty", "penalty"),
-    ("typical_p", "typical"),
-    ("locally_typical", "typical"),
-    ("nucleus", "top_p"),
-    ("argmax", "greedy"),
-    ("sample", "dist"),
-    ("random", "dist"),
-    ("multinomial", "dist"),
-    ("softmax", "dist"),
-    ("epsilon_cutoff", "epsilon"),
-    ("eta_cutoff", "eta"),
-];
-
 /// Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), in
 /// characters.
 pub(crate) fn distance(a: &str, b: &str) -> usize {
@@ -52,10 +32,15 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
 }
 
 /// The known names nearest to `typed`, when some are close enough to be a likely typo: the
-/// same name in another case, a known alias, the names within edit distance `max(1, len / 3)`
+/// same name in another case, a known alias (`aliases`: `(alias, name)` pairs, from the
+/// stages' [`sieve_core::Stage::ALIASES`]), the names within edit distance `max(1, len / 3)`
 /// (all of those at the smallest distance, at most three), or the only name that `typed`
 /// starts with or that starts with `typed`. Empty when nothing is close.
-pub(crate) fn closest<'a>(typed: &str, known: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn closest<'a>(
+    typed: &str,
+    known: &[&'a str],
+    aliases: &[(&str, &str)],
+) -> Vec<&'a str> {
     let len = typed.chars().count();
     if len == 0 || len > MAX_COMPARED {
         return Vec::new();
@@ -63,7 +48,7 @@ pub(crate) fn closest<'a>(typed: &str, known: &[&'a str]) -> Vec<&'a str> {
     if let Some(&k) = known.iter().find(|k| k.eq_ignore_ascii_case(typed)) {
         return alloc::vec![k];
     }
-    if let Some(&(_, ours)) = ALIASES
+    if let Some(&(_, ours)) = aliases
         .iter()
         .find(|(alias, _)| alias.eq_ignore_ascii_case(typed))
     {
@@ -149,7 +134,8 @@ mod tests {
 
     #[test]
     fn suggests_only_close_names() {
-        let one = |typed: &str| closest(typed, STAGES);
+        let aliases = [("temperature", "temp"), ("repetition_penalty", "penalty")];
+        let one = |typed: &str| closest(typed, STAGES, &aliases);
         assert_eq!(one("top_q"), ["top_k", "top_p"]);
         assert_eq!(one("top_pp"), ["top_p"]);
         assert_eq!(one("Top_K"), ["top_k"]);
@@ -166,7 +152,11 @@ mod tests {
 
     #[test]
     fn aliases_need_their_target() {
-        assert!(closest("argmax", &["dist", "temp"]).is_empty());
+        assert!(closest("argmax", &["dist", "temp"], &[("argmax", "greedy")]).is_empty());
+        assert_eq!(
+            closest("argmax", &["greedy"], &[("argmax", "greedy")]),
+            ["greedy"]
+        );
     }
 
     #[test]

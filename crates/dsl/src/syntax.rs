@@ -8,29 +8,16 @@ use pest::Parser;
 use sieve_core::Value;
 
 use crate::ast;
-use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::diagnostic::{empty_pipeline, Diagnostic, DiagnosticKind};
+use crate::grammar::{Grammar, Rule, WHITESPACE};
 use crate::literal;
 use crate::scan::{scan, MAX_NESTING};
 use crate::span::Span;
 
-/// The pest parser generated from `grammar.pest`.
-#[derive(pest_derive::Parser)]
-#[grammar = "grammar.pest"]
-pub(crate) struct Grammar;
-
-/// The characters the grammar skips between tokens.
-pub(crate) const WHITESPACE: [char; 4] = [' ', '\t', '\r', '\n'];
-
 /// Parses `source` into stages (names and values checked for form, not against a registry).
 pub(crate) fn parse(source: &str) -> Result<Vec<ast::Stage>, Diagnostic> {
     if source.trim_matches(WHITESPACE).is_empty() {
-        return Err(Diagnostic::new(
-            DiagnosticKind::Syntax,
-            "empty pipeline",
-            Span::point(0),
-            source,
-        )
-        .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`"));
+        return Err(empty_pipeline(source));
     }
     let scanned = scan(source);
     if let Some(span) = scanned.too_deep {

@@ -8,8 +8,8 @@ use alloc::vec::Vec;
 use pest::error::{Error, ErrorVariant, InputLocation};
 
 use crate::diagnostic::{clip, Diagnostic, DiagnosticKind};
+use crate::grammar::Rule;
 use crate::span::{line_column, Span};
-use crate::syntax::Rule;
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
@@ -123,7 +123,7 @@ fn unclosed(source: &str, upto: usize) -> Option<(usize, char)> {
 
 /// The identifier that ends right before `pos` (whitespace between allowed).
 fn word_before(source: &str, pos: usize) -> Option<&str> {
-    let before = source[..pos].trim_end_matches(crate::syntax::WHITESPACE);
+    let before = source[..pos].trim_end_matches(crate::grammar::WHITESPACE);
     let start = before
         .rfind(|c: char| !is_ident_char(c))
         .map_or(0, |i| i + 1);
@@ -226,7 +226,7 @@ fn bare_word(source: &str, pos: usize, positives: &[Rule]) -> Option<Diagnostic>
     }
     let word = word_before(source, pos)?;
     let end = source[..pos]
-        .trim_end_matches(crate::syntax::WHITESPACE)
+        .trim_end_matches(crate::grammar::WHITESPACE)
         .len();
     let span = Span::new(end - word.len(), end);
     let help = match BARE_WORDS.iter().find(|(w, _)| *w == word) {

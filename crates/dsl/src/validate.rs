@@ -5,35 +5,13 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use sieve_core::{ParamKind, ParamSpec, Registry, StageInfo, Value};
+use sieve_core::{ParamError, ParamKind, ParamSpec, Registry, StageInfo, Value};
 
 use crate::ast;
-use crate::diagnostic::{clip, Diagnostic, DiagnosticKind};
-use crate::span::{line_column, Span};
+use crate::diagnostic::{clip, empty_pipeline, Diagnostic, DiagnosticKind};
+use crate::span::{line_column, Span, StageSpans};
 use crate::spec::{PipelineSpec, StageSpec};
 use crate::suggest;
-
-/// Where each stage and each given argument of a validated pipeline was written.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct StageSpans {
-    /// The stage (for an appended `dist`: the point after the last stage).
-    pub stage: Span,
-    /// Each argument given in the text, by parameter name: the span of `name=value` or of the
-    /// positional value.
-    pub args: Vec<(String, Span)>,
-    /// Whether the stage was appended, not written.
-    pub appended: bool,
-}
-
-impl StageSpans {
-    /// The span of argument `param` when it was written, else of the stage.
-    pub fn of(&self, param: &str) -> Span {
-        self.args
-            .iter()
-            .find(|(n, _)| n == param)
-            .map_or(self.stage, |(_, s)| *s)
-    }
-}
 
 /// `top_p(p=0.9, min_keep=1)`, with required parameters bare: the form shown in help lines.
 pub(crate) fn signature(info: &StageInfo) -> String {
@@ -52,19 +30,6 @@ fn param_names(info: &StageInfo) -> Vec<&str> {
     info.params.iter().map(|p| p.name.as_str()).collect()
 }
 
-/// Whether `value` has a type `kind` accepts (before range checks).
-fn type_fits(kind: ParamKind, value: &Value) -> bool {
-    matches!(
-        (kind, value),
-        (ParamKind::Float, Value::Int(_) | Value::Float(_))
-            | (ParamKind::Int, Value::Int(_))
-            | (ParamKind::Bool, Value::Bool(_))
-            | (ParamKind::Str, Value::Str(_))
-            | (ParamKind::List, Value::List(_))
-            | (ParamKind::Map, Value::Map(_))
-    )
-}
-
 /// The value a default stands for in canonical form (an integer default of a float parameter
 /// becomes a float, so that the canonical text parses back to the same spec).
 pub(crate) fn canonical_default(p: &ParamSpec) -> Option<Value> {
@@ -73,7 +38,7 @@ pub(crate) fn canonical_default(p: &ParamSpec) -> Option<Value> {
         .map(|d| p.check(d).unwrap_or_else(|_| d.clone()))
 }
 
-/// Checks one argument against its parameter.
+/// Checks one argument against its parameter; the [`ParamError`] says which diagnostic it is.
 fn check(
     info: &StageInfo,
     p: &ParamSpec,
@@ -81,35 +46,32 @@ fn check(
     span: Span,
     source: &str,
 ) -> Result<Value, Diagnostic> {
-    let text = match p.check(value) {
-        Ok(v) => return Ok(v),
-        Err(text) => text,
-    };
-    if !type_fits(p.kind, value) {
-        let d = Diagnostic::new(DiagnosticKind::WrongType, text, span, source);
-        let whole = match value {
-            // A whole float well inside i64 (the cast truncates, so compare back).
-            Value::Float(x)
-                if p.kind == ParamKind::Int
-                    && -9e15 < *x
-                    && *x < 9e15
-                    && (*x as i64) as f64 == *x =>
-            {
-                Some(*x as i64)
-            }
-            _ => None,
-        };
-        return Err(match whole {
-            Some(i) => d.with_help(alloc::format!(
-                "write `{}={i}`, without a decimal point",
-                p.name
-            )),
-            None if p.doc.is_empty() => d,
-            None => d.with_help(alloc::format!("`{}`: {}", p.name, p.doc)),
-        });
-    }
-    let d = match p.range {
-        Some(range) => Diagnostic::new(
+    match p.check(value) {
+        Ok(v) => Ok(v),
+        Err(e @ ParamError::WrongType { .. }) => {
+            let d = Diagnostic::new(DiagnosticKind::WrongType, e.to_string(), span, source);
+            let whole = match value {
+                // A whole float well inside i64 (the cast truncates, so compare back).
+                Value::Float(x)
+                    if p.kind == ParamKind::Int
+                        && -9e15 < *x
+                        && *x < 9e15
+                        && (*x as i64) as f64 == *x =>
+                {
+                    Some(*x as i64)
+                }
+                _ => None,
+            };
+            Err(match whole {
+                Some(i) => d.with_help(alloc::format!(
+                    "write `{}={i}`, without a decimal point",
+                    p.name
+                )),
+                None if p.doc.is_empty() => d,
+                None => d.with_help(alloc::format!("`{}`: {}", p.name, p.doc)),
+            })
+        }
+        Err(ParamError::OutOfRange { range, .. }) => Err(Diagnostic::new(
             DiagnosticKind::OutOfRange,
             alloc::format!(
                 "`{}` = {} is out of range for `{}`",
@@ -120,10 +82,8 @@ fn check(
             span,
             source,
         )
-        .with_help(alloc::format!("valid range is {range}")),
-        None => Diagnostic::new(DiagnosticKind::InvalidArgument, text, span, source),
-    };
-    Err(d)
+        .with_help(alloc::format!("valid range is {range}"))),
+    }
 }
 
 /// Matches the arguments of one stage to its parameters and fills the defaults.
@@ -258,7 +218,7 @@ fn unknown_param(info: &StageInfo, name: &str, span: Span, source: &str) -> Diag
     );
     let all = suggest::list(&names, 16);
     match (
-        suggest::did_you_mean(&suggest::closest(name, &names)),
+        suggest::did_you_mean(&suggest::closest(name, &names, &[])),
         names.is_empty(),
     ) {
         (_, true) => d.with_help(alloc::format!("`{}` takes no arguments", info.name)),
@@ -267,15 +227,31 @@ fn unknown_param(info: &StageInfo, name: &str, span: Span, source: &str) -> Diag
     }
 }
 
-fn unknown_stage(registry: &Registry, s: &ast::Stage, source: &str) -> Diagnostic {
+/// "unknown stage `x`" at `span`, with the nearest registered name (or alias) or the list
+/// of stages as help.
+pub(crate) fn unknown_stage(
+    registry: &Registry,
+    name: &str,
+    span: Span,
+    source: &str,
+) -> Diagnostic {
     let names: Vec<&str> = registry.names().collect();
+    let aliases: Vec<(&str, &str)> = registry
+        .iter()
+        .flat_map(|e| {
+            e.info
+                .aliases
+                .iter()
+                .map(|a| (a.as_str(), e.info.name.as_str()))
+        })
+        .collect();
     let d = Diagnostic::new(
         DiagnosticKind::UnknownStage,
-        alloc::format!("unknown stage `{}`", clip(&s.name, 32)),
-        s.name_span,
+        alloc::format!("unknown stage `{}`", clip(name, 32)),
+        span,
         source,
     );
-    match suggest::did_you_mean(&suggest::closest(&s.name, &names)) {
+    match suggest::did_you_mean(&suggest::closest(name, &names, &aliases)) {
         Some(near) => d.with_help(near),
         None if names.is_empty() => d.with_help("no stage is registered"),
         None => d.with_help(alloc::format!(
@@ -337,7 +313,7 @@ pub(crate) fn validate(
     for (i, s) in stages.iter().enumerate() {
         let entry = registry
             .get(&s.name)
-            .ok_or_else(|| unknown_stage(registry, s, source))?;
+            .ok_or_else(|| unknown_stage(registry, &s.name, s.name_span, source))?;
         let (spec, at) = stage(&entry.info, s, source)?;
         last_selects = entry.info.selector;
         if last_selects && i + 1 < stages.len() {
@@ -358,13 +334,7 @@ pub(crate) fn validate(
         spans.push(at);
     }
     let Some(last) = stages.last() else {
-        return Err(Diagnostic::new(
-            DiagnosticKind::Syntax,
-            "empty pipeline",
-            Span::point(0),
-            source,
-        )
-        .with_help("write at least one stage, e.g. `top_k(40) | top_p(0.9)`"));
+        return Err(empty_pipeline(source));
     };
     if !last_selects {
         let at = Span::point(last.span.end);

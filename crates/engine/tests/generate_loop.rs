@@ -272,9 +272,6 @@ struct Seen {
 struct Recorder(Arc<Mutex<Seen>>);
 
 impl Sampler for Recorder {
-    fn name(&self) -> &str {
-        "recorder"
-    }
     fn apply(
         &mut self,
         _c: &mut Candidates,
@@ -300,7 +297,10 @@ fn stages_see_the_prompt_in_history_and_accept_it_when_asked() {
     let table = Bytes::new(&[b"<s>", b"a", b"b"]);
     for accept_prompt in [true, false] {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let mut pipeline = Pipeline::new(vec![Box::new(Recorder(seen.clone())), Box::new(Argmax)]);
+        let mut pipeline = Pipeline::new(vec![
+            ("recorder".to_string(), Box::new(Recorder(seen.clone()))),
+            ("argmax".to_string(), Box::new(Argmax)),
+        ]);
         let mut source = Script::new(3, &[1, 2]);
         let options = GenerateOptions {
             accept_prompt,

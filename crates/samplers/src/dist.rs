@@ -20,10 +20,9 @@
 //!   seeded token sequences are reproducible across machines but differ from llama.cpp's.
 //!   `seed = -1` uses the run's seed; [`Sampler::reset`] replays the sequence from the seed.
 
-use alloc::boxed::Box;
-use alloc::vec;
-
-use sieve_core::{Candidates, Context, Error, ParamSpec, Sampler, SieveRng, StageEntry, StageInfo};
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Params, Sampler, Seed, SieveRng, Stage,
+};
 
 use crate::select;
 
@@ -43,9 +42,6 @@ impl Dist {
 }
 
 impl Sampler for Dist {
-    fn name(&self) -> &str {
-        "dist"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if let Some(i) = select::draw(candidates, &mut self.rng) {
             candidates.select(i);
@@ -57,17 +53,22 @@ impl Sampler for Dist {
     }
 }
 
-/// Registry entry for `dist`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "dist",
-        "draw the token from the softmax of the candidates",
-        vec![ParamSpec::seed()],
-    )
-    .selector();
-    StageEntry::new(info, |args, cx| {
-        Ok(Box::new(Dist::new(args.seed(cx.seed)?)))
-    })
+/// The parameters of `dist`.
+#[derive(Debug, Clone, Params)]
+pub struct DistParams {
+    /// random seed; -1 uses the run's --seed
+    pub seed: Seed,
+}
+
+impl Stage for Dist {
+    const NAME: &'static str = "dist";
+    const DOC: &'static str = "draw the token from the softmax of the candidates";
+    const SELECTOR: bool = true;
+    const ALIASES: &'static [&'static str] = &["sample", "random", "multinomial", "softmax"];
+    type Params = DistParams;
+    fn new(p: DistParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Dist::new(p.seed.resolve(cx.seed)))
+    }
 }
 
 #[cfg(test)]
@@ -162,7 +163,7 @@ mod tests {
 
     #[test]
     fn seed_minus_one_uses_the_run_seed() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Dist>();
         assert!(e.info.selector);
         let build = |seed: i64, run_seed: u64| {
             let args = Args::new("dist", vec![("seed".into(), Value::Int(seed))]);

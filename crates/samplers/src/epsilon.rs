@@ -19,54 +19,11 @@
 //! - When nothing falls below `e` the candidates are left untouched (still dense).
 //! - If every candidate is masked the stage does nothing (the pipeline reports the error).
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    math, Candidates, Context, Error, ParamKind, ParamSpec, Range, Sampler, StageEntry, StageInfo,
-};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage};
 
-/// `[0, 1)`: the valid range of `epsilon`'s and `eta`'s `e`.
-pub(crate) const UNIT_INTERVAL_OPEN_ABOVE: Range = Range {
-    min: 0.0,
-    max: 1.0,
-    min_inclusive: true,
-    max_inclusive: false,
-};
-
-/// Drops every candidate whose probability is below `threshold`, except the candidates whose
-/// logit equals the largest (HF's `min_tokens_to_keep = 1`, ties kept). Leaves the candidates
-/// untouched when nothing would be dropped or nothing is finite. `keep` is scratch space.
-pub(crate) fn drop_improbable(candidates: &mut Candidates, threshold: f32, keep: &mut Vec<bool>) {
-    if !candidates.has_finite() {
-        return;
-    }
-    candidates.softmax();
-    let (Some(probs), logits) = (candidates.cached_probs(), candidates.raw_logits()) else {
-        return;
-    };
-    // The pending scale is positive, so the raw logits tie with the top exactly when the scaled
-    // ones do.
-    let top = math::max(logits);
-    keep.clear();
-    keep.extend(
-        probs
-            .iter()
-            .zip(logits)
-            .map(|(&p, &l)| p >= threshold || l >= top),
-    );
-    if keep.iter().all(|&k| k) {
-        return;
-    }
-    // `retain` visits the candidates once, in order.
-    let mut i = 0;
-    candidates.retain(|_, _| {
-        let k = keep[i];
-        i += 1;
-        k
-    });
-}
+use crate::shared::{drop_improbable, UNIT_INTERVAL_OPEN_ABOVE};
 
 /// The `epsilon` stage.
 #[derive(Debug, Clone)]
@@ -86,10 +43,6 @@ impl Epsilon {
 }
 
 impl Sampler for Epsilon {
-    fn name(&self) -> &str {
-        "epsilon"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.e > 0.0 {
             drop_improbable(candidates, self.e, &mut self.keep);
@@ -98,17 +51,22 @@ impl Sampler for Epsilon {
     }
 }
 
-/// Registry entry for `epsilon`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "epsilon",
-        "drop tokens with probability below e, keeping the top one (0 = off)",
-        vec![
-            ParamSpec::new("e", ParamKind::Float, "probability cutoff ε; 0 keeps all")
-                .with_range(UNIT_INTERVAL_OPEN_ABOVE),
-        ],
-    );
-    StageEntry::new(info, |args, _| Ok(Box::new(Epsilon::new(args.f32("e")?))))
+/// The parameters of `epsilon`.
+#[derive(Debug, Clone, Params)]
+pub struct EpsilonParams {
+    /// probability cutoff ε; 0 keeps all
+    #[param(range = UNIT_INTERVAL_OPEN_ABOVE)]
+    pub e: f32,
+}
+
+impl Stage for Epsilon {
+    const NAME: &'static str = "epsilon";
+    const DOC: &'static str = "drop tokens with probability below e, keeping the top one (0 = off)";
+    const ALIASES: &'static [&'static str] = &["epsilon_cutoff"];
+    type Params = EpsilonParams;
+    fn new(p: EpsilonParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Epsilon::new(p.e))
+    }
 }
 
 #[cfg(test)]
@@ -179,7 +137,7 @@ mod tests {
 
     #[test]
     fn e_is_required_and_in_the_unit_interval() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Epsilon>();
         let spec = &e.info.params[0];
         assert!(spec.default.is_none());
         assert!(spec.check(&Value::Float(0.0)).is_ok());

@@ -20,16 +20,12 @@
 //!   falls below `η` the candidates are left untouched. Ties with the top token all survive.
 //! - If every candidate is masked the stage does nothing (the pipeline reports the error).
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    Candidates, Context, Error, ParamKind, ParamSpec, Sampler, StageEntry, StageInfo,
-};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage};
 
-use crate::epsilon::{drop_improbable, UNIT_INTERVAL_OPEN_ABOVE};
 use crate::select::entropy;
+use crate::shared::{drop_improbable, UNIT_INTERVAL_OPEN_ABOVE};
 
 /// The `eta` stage.
 #[derive(Debug, Clone)]
@@ -55,10 +51,6 @@ impl Eta {
 }
 
 impl Sampler for Eta {
-    fn name(&self) -> &str {
-        "eta"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.e <= 0.0 || !candidates.has_finite() {
             return Ok(());
@@ -69,19 +61,23 @@ impl Sampler for Eta {
     }
 }
 
-/// Registry entry for `eta`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "eta",
-        "drop tokens with probability below min(e, sqrt(e)·exp(-entropy)) (0 = off)",
-        vec![ParamSpec::new(
-            "e",
-            ParamKind::Float,
-            "cutoff ε of η = min(ε, √ε·e^−H); 0 keeps all",
-        )
-        .with_range(UNIT_INTERVAL_OPEN_ABOVE)],
-    );
-    StageEntry::new(info, |args, _| Ok(Box::new(Eta::new(args.f64("e")?))))
+/// The parameters of `eta`.
+#[derive(Debug, Clone, Params)]
+pub struct EtaParams {
+    /// cutoff ε of η = min(ε, √ε·e^−H); 0 keeps all
+    #[param(range = UNIT_INTERVAL_OPEN_ABOVE)]
+    pub e: f64,
+}
+
+impl Stage for Eta {
+    const NAME: &'static str = "eta";
+    const DOC: &'static str =
+        "drop tokens with probability below min(e, sqrt(e)·exp(-entropy)) (0 = off)";
+    const ALIASES: &'static [&'static str] = &["eta_cutoff"];
+    type Params = EtaParams;
+    fn new(p: EtaParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Eta::new(p.e))
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +142,7 @@ mod tests {
 
     #[test]
     fn e_is_required_and_in_the_unit_interval() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Eta>();
         let spec = &e.info.params[0];
         assert!(spec.default.is_none());
         assert!(spec.check(&Value::Float(0.0)).is_ok());

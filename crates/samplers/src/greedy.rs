@@ -19,10 +19,8 @@
 //! - Sorted input is answered in O(1) (the first candidate); otherwise one vectorized pass
 //!   finds the maximum and a second, early-exiting one its position.
 
-use alloc::boxed::Box;
-use alloc::vec;
-
-use sieve_core::{math, Candidates, Context, Error, Sampler, StageEntry, StageInfo};
+use crate::shared;
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage};
 
 /// The `greedy` stage.
 #[derive(Debug, Clone, Default)]
@@ -35,57 +33,28 @@ impl Greedy {
     }
 }
 
-/// Position of the candidate with the largest logit, ties to the lowest id; `None` when no
-/// candidate is finite. Shared with `temp`'s `t <= 0` masking.
-pub(crate) fn argmax(candidates: &Candidates) -> Option<usize> {
-    let raw = candidates.raw_logits();
-    if candidates.is_sorted() {
-        return raw
-            .first()
-            .is_some_and(|&x| x > f32::NEG_INFINITY)
-            .then_some(0);
-    }
-    let max = math::max(raw);
-    if max == f32::NEG_INFINITY {
-        return None;
-    }
-    if candidates.is_dense() {
-        // Dense ids grow with the position: the first maximum has the lowest id.
-        return raw.iter().position(|&x| x == max);
-    }
-    let mut best: Option<(usize, u32)> = None;
-    for (i, &x) in raw.iter().enumerate() {
-        if x == max {
-            let id = candidates.id(i);
-            if best.is_none_or(|(_, best_id)| id < best_id) {
-                best = Some((i, id));
-            }
-        }
-    }
-    best.map(|(i, _)| i)
-}
-
 impl Sampler for Greedy {
-    fn name(&self) -> &str {
-        "greedy"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
-        if let Some(i) = argmax(candidates) {
+        if let Some(i) = shared::argmax(candidates) {
             candidates.select(i);
         }
         Ok(())
     }
 }
 
-/// Registry entry for `greedy`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "greedy",
-        "select the most likely token (ties: lowest id)",
-        vec![],
-    )
-    .selector();
-    StageEntry::new(info, |_, _| Ok(Box::new(Greedy::new())))
+/// `greedy` has no parameters.
+#[derive(Debug, Clone, Params)]
+pub struct GreedyParams {}
+
+impl Stage for Greedy {
+    const NAME: &'static str = "greedy";
+    const DOC: &'static str = "select the most likely token (ties: lowest id)";
+    const SELECTOR: bool = true;
+    const ALIASES: &'static [&'static str] = &["argmax"];
+    type Params = GreedyParams;
+    fn new(_: GreedyParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Greedy::new())
+    }
 }
 
 #[cfg(test)]
@@ -160,7 +129,7 @@ mod tests {
 
     #[test]
     fn entry_builds_a_selector_without_parameters() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Greedy>();
         assert!(e.info.selector);
         assert!(e.info.params.is_empty());
         let mut stage = (e.build)(&Args::new("greedy", vec![]), &BuildContext::default()).unwrap();

@@ -21,6 +21,15 @@
 //! | [`eta`] | truncation | HF `EtaLogitsWarper` (arXiv:2210.15191) |
 //! | [`mirostat`] | selector | Mirostat v1, llama.cpp `mirostat` (arXiv:2007.14966) |
 //! | [`mirostat_v2`] | selector | Mirostat v2, llama.cpp `mirostat-v2` |
+//!
+//! # Adding a stage
+//! One file, read top to bottom like [`top_k`]: the doc comment (formula, reference, edge
+//! cases), the stage type with its [`Sampler`](sieve_core::Sampler) impl, a parameter struct
+//! with `#[derive(Params)]` (field name = parameter name, `///` = its doc, `#[param(default =
+//! …, range = …)]`; no default = required), the [`Stage`](sieve_core::Stage) impl (`NAME`,
+//! `DOC`, `SELECTOR`, `ALIASES`, `new`), tests at the bottom; then one line in [`builtins`].
+//! Helpers two stages share live in a shared module (`shared.rs`, `select.rs`), never in a
+//! peer stage's file.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
@@ -37,6 +46,7 @@ pub mod mirostat_v2;
 pub mod no_repeat_ngram;
 pub mod penalty;
 mod select;
+mod shared;
 pub mod temp;
 pub mod top_k;
 pub mod top_p;
@@ -45,24 +55,24 @@ pub mod xtc;
 
 use sieve_core::{Error, Registry, StageEntry};
 
-/// Every built-in stage's registry entry.
+/// Every built-in stage's registry entry, in listing order.
 pub fn builtins() -> alloc::vec::Vec<StageEntry> {
     alloc::vec![
-        greedy::entry(),
-        dist::entry(),
-        temp::entry(),
-        top_k::entry(),
-        top_p::entry(),
-        min_p::entry(),
-        typical::entry(),
-        xtc::entry(),
-        penalty::entry(),
-        logit_bias::entry(),
-        no_repeat_ngram::entry(),
-        epsilon::entry(),
-        eta::entry(),
-        mirostat::entry(),
-        mirostat_v2::entry(),
+        StageEntry::of::<greedy::Greedy>(),
+        StageEntry::of::<dist::Dist>(),
+        StageEntry::of::<temp::Temp>(),
+        StageEntry::of::<top_k::TopK>(),
+        StageEntry::of::<top_p::TopP>(),
+        StageEntry::of::<min_p::MinP>(),
+        StageEntry::of::<typical::Typical>(),
+        StageEntry::of::<xtc::Xtc>(),
+        StageEntry::of::<penalty::Penalty>(),
+        StageEntry::of::<logit_bias::LogitBias>(),
+        StageEntry::of::<no_repeat_ngram::NoRepeatNgram>(),
+        StageEntry::of::<epsilon::Epsilon>(),
+        StageEntry::of::<eta::Eta>(),
+        StageEntry::of::<mirostat::Mirostat>(),
+        StageEntry::of::<mirostat_v2::MirostatV2>(),
     ]
 }
 

@@ -26,18 +26,11 @@
 //!   looked up by binary search in the (sorted) biases, `O(n log b)`. Unlike llama.cpp, the
 //!   stage clears the `sorted` flag, as biases can reorder tokens.
 
-use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    Args, BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, Sampler, StageEntry,
-    StageInfo, Value,
-};
-
-use crate::penalty::clamp_logit;
+use sieve_core::{math, BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Value};
 
 /// The `logit_bias` stage.
 #[derive(Debug, Clone, Default)]
@@ -111,19 +104,15 @@ impl LogitBias {
     /// [`Error::InvalidArgument`] for a key that is neither a non-negative integer nor a
     /// string, a string key without a vocabulary or that is not one token, an id outside a known
     /// vocabulary, or a value that is not a number or is `+inf`/NaN.
-    pub fn from_args(args: &Args, cx: &BuildContext<'_>) -> Result<Self, Error> {
-        let entries = args.map("biases")?;
+    pub fn from_map(entries: &[(Value, Value)], cx: &BuildContext<'_>) -> Result<Self, Error> {
         let mut pairs = Vec::with_capacity(entries.len());
         for (key, value) in entries {
-            let id = resolve_key(args, key, cx)?;
+            let id = resolve_key(key, cx)?;
             let bias = value.as_f64().ok_or_else(|| {
-                args.invalid(
-                    "biases",
-                    format!(
-                        "the bias of {key} must be a number, found {}",
-                        value.type_name()
-                    ),
-                )
+                bias_error(format!(
+                    "the bias of {key} must be a number, found {}",
+                    value.type_name()
+                ))
             })?;
             pairs.push((id, bias));
         }
@@ -132,58 +121,44 @@ impl LogitBias {
 }
 
 /// The token id a map key names.
-fn resolve_key(args: &Args, key: &Value, cx: &BuildContext<'_>) -> Result<u32, Error> {
+fn resolve_key(key: &Value, cx: &BuildContext<'_>) -> Result<u32, Error> {
     let id = match key {
         Value::Int(i) => u32::try_from(*i).map_err(|_| {
-            args.invalid(
-                "biases",
-                format!("key {i} is not a token id (ids are 0 to {})", u32::MAX),
-            )
+            bias_error(format!(
+                "key {i} is not a token id (ids are 0 to {})",
+                u32::MAX
+            ))
         })?,
         Value::Str(text) => {
             let vocab = cx.vocab.ok_or_else(|| {
-                args.invalid(
-                    "biases",
-                    format!(
-                        "key {key} is token text, which needs a tokenizer (load a model); \
+                bias_error(format!(
+                    "key {key} is token text, which needs a tokenizer (load a model); \
                          without one, use token ids"
-                    ),
-                )
+                ))
             })?;
             return vocab.find(text.as_bytes()).ok_or_else(|| {
-                args.invalid(
-                    "biases",
-                    format!("key {key} is not the text of a single token; bias its tokens by id"),
-                )
+                bias_error(format!(
+                    "key {key} is not the text of a single token; bias its tokens by id"
+                ))
             });
         }
         other => {
-            return Err(args.invalid(
-                "biases",
-                format!(
-                    "key {other} must be a token id or a token's text, found {}",
-                    other.type_name()
-                ),
-            ))
+            return Err(bias_error(format!(
+                "key {other} must be a token id or a token's text, found {}",
+                other.type_name()
+            )))
         }
     };
     match cx.vocab {
-        Some(vocab) if id as usize >= vocab.len() => Err(args.invalid(
-            "biases",
-            format!(
-                "token id {id} is outside the vocabulary of {} tokens",
-                vocab.len()
-            ),
-        )),
+        Some(vocab) if id as usize >= vocab.len() => Err(bias_error(format!(
+            "token id {id} is outside the vocabulary of {} tokens",
+            vocab.len()
+        ))),
         _ => Ok(id),
     }
 }
 
 impl Sampler for LogitBias {
-    fn name(&self) -> &str {
-        "logit_bias"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.biases.is_empty() || candidates.is_empty() {
             return Ok(());
@@ -192,14 +167,14 @@ impl Sampler for LogitBias {
             for &(id, b) in &self.biases {
                 let i = id as usize;
                 if i < candidates.len() {
-                    candidates.set_logit(i, clamp_logit(candidates.logit(i) + b));
+                    candidates.set_logit(i, math::sanitize(candidates.logit(i) + b));
                 }
             }
         } else {
             let (ids, logits) = candidates.parts_mut();
             for (id, l) in ids.iter().zip(logits.iter_mut()) {
                 if let Ok(j) = self.biases.binary_search_by_key(id, |&(t, _)| t) {
-                    *l = clamp_logit(*l + self.biases[j].1);
+                    *l = math::sanitize(*l + self.biases[j].1);
                 }
             }
         }
@@ -207,20 +182,21 @@ impl Sampler for LogitBias {
     }
 }
 
-/// Registry entry for `logit_bias`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "logit_bias",
-        "add a bias to chosen tokens' logits ({id or \"text\": bias}; -inf bans)",
-        vec![ParamSpec::new(
-            "biases",
-            ParamKind::Map,
-            "{token id or token text: bias}; -inf bans; repeated tokens add up",
-        )],
-    );
-    StageEntry::new(info, |args, cx| {
-        Ok(Box::new(LogitBias::from_args(args, cx)?))
-    })
+/// The parameters of `logit_bias`.
+#[derive(Debug, Clone, Params)]
+pub struct LogitBiasParams {
+    /// {token id or token text: bias}; -inf bans; repeated tokens add up
+    pub biases: Vec<(Value, Value)>,
+}
+
+impl Stage for LogitBias {
+    const NAME: &'static str = "logit_bias";
+    const DOC: &'static str =
+        "add a bias to chosen tokens' logits ({id or \"text\": bias}; -inf bans)";
+    type Params = LogitBiasParams;
+    fn new(p: LogitBiasParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        LogitBias::from_map(&p.biases, cx)
+    }
 }
 
 #[cfg(test)]
@@ -228,12 +204,12 @@ mod tests {
     use super::*;
     use sieve_core::Vocab;
 
-    fn args(entries: Vec<(Value, Value)>) -> Args {
-        Args::new("logit_bias", vec![("biases".into(), Value::Map(entries))])
+    fn args(entries: Vec<(Value, Value)>) -> sieve_core::Args {
+        sieve_core::Args::new("logit_bias", vec![("biases".into(), Value::Map(entries))])
     }
 
     fn build(entries: Vec<(Value, Value)>, vocab: Option<&Vocab>) -> Result<LogitBias, Error> {
-        LogitBias::from_args(&args(entries), &BuildContext { seed: 0, vocab })
+        LogitBias::from_map(&entries, &BuildContext { seed: 0, vocab })
     }
 
     fn vocab() -> Vocab {
@@ -414,7 +390,7 @@ mod tests {
 
     #[test]
     fn registry_entry_builds_from_a_map() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<LogitBias>();
         assert!(e.info.params[0].default.is_none(), "biases is required");
         let mut stage = (e.build)(
             &args(vec![(Value::Int(1), Value::Float(-0.5))]),

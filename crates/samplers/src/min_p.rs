@@ -29,10 +29,7 @@
 //!   `min_p` widens or narrows the kept set (HF and vLLM order) and after it does not
 //!   (llama.cpp's default order).
 
-use alloc::boxed::Box;
-use alloc::vec;
-
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `min_p` stage.
 #[derive(Debug, Clone)]
@@ -53,9 +50,6 @@ impl MinP {
 }
 
 impl Sampler for MinP {
-    fn name(&self) -> &str {
-        "min_p"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.p.is_nan() || self.p <= 0.0 || candidates.is_empty() {
             return Ok(());
@@ -96,29 +90,25 @@ fn keep_best(candidates: &mut Candidates, k: usize) {
     }
 }
 
-/// Registry entry for `min_p`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "min_p",
-        "keep tokens at least p times as likely as the most likely one (0 = off)",
-        vec![
-            ParamSpec::float(
-                "p",
-                0.05,
-                Range::closed(0.0, 1.0),
-                "minimum probability relative to the top token",
-            ),
-            ParamSpec::int(
-                "min_keep",
-                1,
-                Range::closed(1.0, u32::MAX as f64),
-                "keep at least this many tokens (the most likely ones)",
-            ),
-        ],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(MinP::new(args.f32("p")?, args.usize("min_keep")?)))
-    })
+/// The parameters of `min_p`.
+#[derive(Debug, Clone, Params)]
+pub struct MinPParams {
+    /// minimum probability relative to the top token
+    #[param(default = 0.05, range = Range::closed(0.0, 1.0))]
+    pub p: f32,
+    /// keep at least this many tokens (the most likely ones)
+    #[param(default = 1, range = Range::closed(1.0, u32::MAX as f64))]
+    pub min_keep: usize,
+}
+
+impl Stage for MinP {
+    const NAME: &'static str = "min_p";
+    const DOC: &'static str =
+        "keep tokens at least p times as likely as the most likely one (0 = off)";
+    type Params = MinPParams;
+    fn new(p: MinPParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(MinP::new(p.p, p.min_keep))
+    }
 }
 
 #[cfg(test)]
@@ -261,12 +251,13 @@ mod tests {
 
     #[test]
     fn entry_declares_ranges_and_builds() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<MinP>();
         let p = e.info.param("p").unwrap();
         assert_eq!(p.default, Some(Value::Float(0.05)));
         assert!(p
             .check(&Value::Float(1.5))
             .unwrap_err()
+            .to_string()
             .contains("valid range is [0, 1]"));
         assert!(e
             .info

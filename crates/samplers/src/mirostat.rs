@@ -36,12 +36,12 @@
 //! - If every candidate is masked the stage selects nothing and leaves μ and the random stream
 //!   alone (the pipeline reports the error).
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Seed, Stage};
 
 use crate::select::Steering;
+pub use crate::select::SteeringParams;
 
 /// The `mirostat` stage.
 #[derive(Debug, Clone)]
@@ -110,10 +110,6 @@ fn keep_count(k: f64, n: usize) -> usize {
 }
 
 impl Sampler for Mirostat {
-    fn name(&self) -> &str {
-        "mirostat"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if !candidates.has_finite() {
             return Ok(());
@@ -144,33 +140,32 @@ impl Sampler for Mirostat {
     }
 }
 
-/// Registry entry for `mirostat`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "mirostat",
-        "Mirostat v1: select a token, steering its surprise toward tau bits",
-        Steering::params()
-            .into_iter()
-            .chain([
-                ParamSpec::int(
-                    "m",
-                    100,
-                    Range::closed(2.0, u32::MAX as f64),
-                    "number of most likely tokens used to estimate the Zipf exponent",
-                ),
-                ParamSpec::seed(),
-            ])
-            .collect(),
-    )
-    .selector();
-    StageEntry::new(info, |args, cx| {
-        Ok(Box::new(Mirostat::new(
-            args.f64("tau")?,
-            args.f64("eta")?,
-            args.usize("m")?,
-            args.seed(cx.seed)?,
-        )))
-    })
+/// The parameters of `mirostat`.
+#[derive(Debug, Clone, Params)]
+pub struct MirostatParams {
+    /// `tau` and `eta`, shared with the other Mirostat stage
+    #[param(flatten)]
+    pub steering: SteeringParams,
+    /// number of most likely tokens used to estimate the Zipf exponent
+    #[param(default = 100, range = Range::closed(2.0, u32::MAX as f64))]
+    pub m: usize,
+    /// random seed; -1 uses the run's --seed
+    pub seed: Seed,
+}
+
+impl Stage for Mirostat {
+    const NAME: &'static str = "mirostat";
+    const DOC: &'static str = "Mirostat v1: select a token, steering its surprise toward tau bits";
+    const SELECTOR: bool = true;
+    type Params = MirostatParams;
+    fn new(p: MirostatParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Mirostat::new(
+            p.steering.tau,
+            p.steering.eta,
+            p.m,
+            p.seed.resolve(cx.seed),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -317,7 +312,7 @@ mod tests {
 
     #[test]
     fn registry_entry_is_a_seeded_selector() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Mirostat>();
         assert!(e.info.selector);
         let names: Vec<&str> = e.info.params.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["tau", "eta", "m", "seed"]);

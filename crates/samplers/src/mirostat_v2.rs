@@ -26,12 +26,12 @@
 //! - If every candidate is masked the stage selects nothing and leaves μ and the random stream
 //!   alone (the pipeline reports the error).
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Sampler, StageEntry, StageInfo};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Sampler, Seed, Stage};
 
 use crate::select::Steering;
+pub use crate::select::SteeringParams;
 
 /// The `mirostat_v2` stage.
 #[derive(Debug, Clone)]
@@ -58,10 +58,6 @@ impl MirostatV2 {
 }
 
 impl Sampler for MirostatV2 {
-    fn name(&self) -> &str {
-        "mirostat_v2"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if !candidates.has_finite() {
             return Ok(());
@@ -97,24 +93,29 @@ impl Sampler for MirostatV2 {
     }
 }
 
-/// Registry entry for `mirostat_v2`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "mirostat_v2",
-        "Mirostat v2: select among tokens with surprise at most mu, steering it toward tau bits",
-        Steering::params()
-            .into_iter()
-            .chain([ParamSpec::seed()])
-            .collect(),
-    )
-    .selector();
-    StageEntry::new(info, |args, cx| {
-        Ok(Box::new(MirostatV2::new(
-            args.f64("tau")?,
-            args.f64("eta")?,
-            args.seed(cx.seed)?,
-        )))
-    })
+/// The parameters of `mirostat_v2`.
+#[derive(Debug, Clone, Params)]
+pub struct MirostatV2Params {
+    /// `tau` and `eta`, shared with the other Mirostat stage
+    #[param(flatten)]
+    pub steering: SteeringParams,
+    /// random seed; -1 uses the run's --seed
+    pub seed: Seed,
+}
+
+impl Stage for MirostatV2 {
+    const NAME: &'static str = "mirostat_v2";
+    const DOC: &'static str =
+        "Mirostat v2: select among tokens with surprise at most mu, steering it toward tau bits";
+    const SELECTOR: bool = true;
+    type Params = MirostatV2Params;
+    fn new(p: MirostatV2Params, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(MirostatV2::new(
+            p.steering.tau,
+            p.steering.eta,
+            p.seed.resolve(cx.seed),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -208,7 +209,7 @@ mod tests {
 
     #[test]
     fn registry_entry_is_a_seeded_selector() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<MirostatV2>();
         assert!(e.info.selector);
         let names: Vec<&str> = e.info.params.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["tau", "eta", "seed"]);

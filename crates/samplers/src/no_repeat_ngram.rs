@@ -19,13 +19,9 @@
 //!   then on dense candidates one write per banned token, on sparse candidates one binary
 //!   search per candidate.
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{
-    Candidates, Context, Error, ParamKind, ParamSpec, Range, Sampler, StageEntry, StageInfo,
-};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `no_repeat_ngram` stage.
 #[derive(Debug, Clone)]
@@ -95,10 +91,6 @@ fn banned_tokens(history: &[u32], n: usize, failure: &mut Vec<usize>, out: &mut 
 }
 
 impl Sampler for NoRepeatNgram {
-    fn name(&self) -> &str {
-        "no_repeat_ngram"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if self.n == 0 || candidates.is_empty() {
             return Ok(());
@@ -125,21 +117,21 @@ impl Sampler for NoRepeatNgram {
     }
 }
 
-/// Registry entry for `no_repeat_ngram`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "no_repeat_ngram",
-        "ban tokens that would repeat an n-gram of the history (0 = off)",
-        vec![ParamSpec::new(
-            "n",
-            ParamKind::Int,
-            "n-gram length; every n-gram may occur once in the history, prompt included; 0 = off",
-        )
-        .with_range(Range::closed(0.0, u32::MAX as f64))],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(NoRepeatNgram::new(args.usize("n")?)))
-    })
+/// The parameters of `no_repeat_ngram`.
+#[derive(Debug, Clone, Params)]
+pub struct NoRepeatNgramParams {
+    /// n-gram length; every n-gram may occur once in the history, prompt included; 0 = off
+    #[param(range = Range::closed(0.0, u32::MAX as f64))]
+    pub n: usize,
+}
+
+impl Stage for NoRepeatNgram {
+    const NAME: &'static str = "no_repeat_ngram";
+    const DOC: &'static str = "ban tokens that would repeat an n-gram of the history (0 = off)";
+    type Params = NoRepeatNgramParams;
+    fn new(p: NoRepeatNgramParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(NoRepeatNgram::new(p.n))
+    }
 }
 
 #[cfg(test)]
@@ -243,7 +235,7 @@ mod tests {
 
     #[test]
     fn n_is_required() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<NoRepeatNgram>();
         assert!(e.info.params[0].default.is_none());
         assert!(e.info.params[0].check(&Value::Int(-1)).is_err());
         let args = Args::new("no_repeat_ngram", vec![("n".into(), Value::Int(2))]);

@@ -40,21 +40,9 @@
 //! direct write per distinct token; the vocabulary is not scanned. On sparse candidates each
 //! candidate is looked up by binary search in the window's distinct ids, `O(n log w)`.
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
-
-/// Keeps a computed logit inside the domain [`Candidates`] promises: `+inf` saturates to
-/// `f32::MAX` and NaN becomes `-inf` (as loading treats NaN).
-pub(crate) fn clamp_logit(x: f32) -> f32 {
-    if x.is_nan() {
-        f32::NEG_INFINITY
-    } else {
-        x.min(f32::MAX)
-    }
-}
+use sieve_core::{math, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `penalty` stage.
 #[derive(Debug, Clone)]
@@ -100,7 +88,7 @@ impl Penalty {
         } else {
             logit
         };
-        clamp_logit(scaled - (count as f32 * self.frequency + self.presence))
+        math::sanitize(scaled - (count as f32 * self.frequency + self.presence))
     }
 
     /// Fills `counts` with the distinct tokens of `window` and their counts, by ascending id.
@@ -119,10 +107,6 @@ impl Penalty {
 }
 
 impl Sampler for Penalty {
-    fn name(&self) -> &str {
-        "penalty"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if self.is_neutral() || candidates.is_empty() {
             return Ok(());
@@ -153,46 +137,38 @@ impl Sampler for Penalty {
     }
 }
 
-/// Registry entry for `penalty`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "penalty",
-        "repetition (CTRL), frequency and presence penalties over the last last_n tokens",
-        vec![
-            ParamSpec::float(
-                "repeat",
-                1.0,
-                Range::greater_than(0.0),
-                "repetition penalty: positive logits divided, negative multiplied; 1 = off",
-            ),
-            ParamSpec::float(
-                "frequency",
-                0.0,
-                Range::open(f64::NEG_INFINITY, f64::INFINITY),
-                "subtracted once per occurrence in the window; 0 = off",
-            ),
-            ParamSpec::float(
-                "presence",
-                0.0,
-                Range::open(f64::NEG_INFINITY, f64::INFINITY),
-                "subtracted once from every token in the window; 0 = off",
-            ),
-            ParamSpec::int(
-                "last_n",
-                64,
-                Range::closed(0.0, u32::MAX as f64),
-                "window: the last last_n tokens of the history, prompt included; 0 = off",
-            ),
-        ],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(Penalty::new(
-            args.f32("repeat")?,
-            args.f32("frequency")?,
-            args.f32("presence")?,
-            args.usize("last_n")?,
-        )))
-    })
+/// The parameters of `penalty`.
+#[derive(Debug, Clone, Params)]
+pub struct PenaltyParams {
+    /// repetition penalty: positive logits divided, negative multiplied; 1 = off
+    #[param(default = 1.0, range = Range::greater_than(0.0))]
+    pub repeat: f32,
+    /// subtracted once per occurrence in the window; 0 = off
+    #[param(default = 0.0, range = Range::open(f64::NEG_INFINITY, f64::INFINITY))]
+    pub frequency: f32,
+    /// subtracted once from every token in the window; 0 = off
+    #[param(default = 0.0, range = Range::open(f64::NEG_INFINITY, f64::INFINITY))]
+    pub presence: f32,
+    /// window: the last last_n tokens of the history, prompt included; 0 = off
+    #[param(default = 64, range = Range::closed(0.0, u32::MAX as f64))]
+    pub last_n: usize,
+}
+
+impl Stage for Penalty {
+    const NAME: &'static str = "penalty";
+    const DOC: &'static str =
+        "repetition (CTRL), frequency and presence penalties over the last last_n tokens";
+    const ALIASES: &'static [&'static str] = &[
+        "repetition_penalty",
+        "repeat_penalty",
+        "penalties",
+        "frequency_penalty",
+        "presence_penalty",
+    ];
+    type Params = PenaltyParams;
+    fn new(p: PenaltyParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Penalty::new(p.repeat, p.frequency, p.presence, p.last_n))
+    }
 }
 
 #[cfg(test)]
@@ -358,7 +334,7 @@ mod tests {
 
     #[test]
     fn schema_order_and_defaults() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Penalty>();
         let names: Vec<&str> = e.info.params.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["repeat", "frequency", "presence", "last_n"]);
         let defaults: Vec<_> = e

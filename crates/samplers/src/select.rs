@@ -1,6 +1,7 @@
-//! Shared by the selectors: the seeded inverse-CDF draw and the entropy of a distribution.
+//! Shared by the selectors: the seeded inverse-CDF draw, the Mirostat feedback loop and its
+//! parameters, and the entropy of a distribution.
 
-use sieve_core::{math, Candidates, ParamSpec, Range, SieveRng};
+use sieve_core::{math, Candidates, Params, Range, SieveRng};
 
 /// Block size of the draw's first, vectorized level.
 const DRAW_BLOCK: usize = 1024;
@@ -47,6 +48,17 @@ pub(crate) fn draw(candidates: &mut Candidates, rng: &mut SieveRng) -> Option<us
     weights.iter().rposition(|&w| w > 0.0)
 }
 
+/// The parameters both Mirostat stages take first: `tau` and `eta` (flattened into theirs).
+#[derive(Debug, Clone, Params)]
+pub struct SteeringParams {
+    /// target surprise τ in bits; μ starts at 2τ
+    #[param(default = 5.0, range = Range::at_least(0.0))]
+    pub tau: f64,
+    /// learning rate η of μ
+    #[param(default = 0.1, range = Range::at_least(0.0))]
+    pub eta: f64,
+}
+
 /// The feedback loop both Mirostat selectors share (arXiv:2007.14966): the target surprise `τ`
 /// (bits), the learning rate `η`, the current maximum surprise `μ` (starting at `2τ`), and the
 /// random stream of the draw.
@@ -85,19 +97,6 @@ impl Steering {
         candidates.select(i);
         let surprise = -libm::log2(candidates.softmax()[i] as f64);
         self.mu -= self.eta * (surprise - self.tau);
-    }
-
-    /// The parameters both Mirostat stages take first: `tau` and `eta`.
-    pub(crate) fn params() -> [ParamSpec; 2] {
-        [
-            ParamSpec::float(
-                "tau",
-                5.0,
-                Range::at_least(0.0),
-                "target surprise τ in bits; μ starts at 2τ",
-            ),
-            ParamSpec::float("eta", 0.1, Range::at_least(0.0), "learning rate η of μ"),
-        ]
     }
 
     /// Back to `μ = 2τ` and the start of the stream.

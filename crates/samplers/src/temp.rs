@@ -34,14 +34,9 @@
 //!   `exponent = 0` always gives `t_max` (`0^0 = 1`). Unlike llama.cpp, the candidates are
 //!   not sorted to compute the entropy.
 
-use alloc::boxed::Box;
-use alloc::vec;
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
-use sieve_core::{
-    Candidates, Context, Error, ParamKind, ParamSpec, Range, Sampler, StageEntry, StageInfo,
-};
-
-use crate::{greedy, select};
+use crate::{select, shared};
 
 /// The `temp` stage.
 #[derive(Debug, Clone)]
@@ -110,7 +105,7 @@ fn apply_temperature(candidates: &mut Candidates, t: f64) {
 
 /// Greedy by masking: the largest logit (lowest id on ties) stays, every other becomes `-inf`.
 fn mask_all_but_max(candidates: &mut Candidates) {
-    if let Some(keep) = greedy::argmax(candidates) {
+    if let Some(keep) = shared::argmax(candidates) {
         for (i, x) in candidates.logits_mut().iter_mut().enumerate() {
             if i != keep {
                 *x = f32::NEG_INFINITY;
@@ -120,9 +115,6 @@ fn mask_all_but_max(candidates: &mut Candidates) {
 }
 
 impl Sampler for Temp {
-    fn name(&self) -> &str {
-        "temp"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.range > 0.0 {
             if let Some(t) = self.dynamic_t(candidates) {
@@ -135,39 +127,29 @@ impl Sampler for Temp {
     }
 }
 
-/// Registry entry for `temp`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "temp",
-        "divide logits by a temperature (0 = greedy); range > 0 makes it entropy-driven",
-        vec![
-            ParamSpec::new(
-                "t",
-                ParamKind::Float,
-                "temperature; 1 = off, 0 = keep only the most likely token",
-            )
-            .with_range(Range::at_least(0.0)),
-            ParamSpec::float(
-                "range",
-                0.0,
-                Range::at_least(0.0),
-                "dynamic temperature: t varies in [t - range, t + range] with the entropy; 0 = off",
-            ),
-            ParamSpec::float(
-                "exponent",
-                1.0,
-                Range::at_least(0.0),
-                "dynamic temperature: exponent applied to the normalized entropy",
-            ),
-        ],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(Temp::dynamic(
-            args.f64("t")?,
-            args.f64("range")?,
-            args.f64("exponent")?,
-        )))
-    })
+/// The parameters of `temp`.
+#[derive(Debug, Clone, Params)]
+pub struct TempParams {
+    /// temperature; 1 = off, 0 = keep only the most likely token
+    #[param(range = Range::at_least(0.0))]
+    pub t: f64,
+    /// dynamic temperature: t varies in [t - range, t + range] with the entropy; 0 = off
+    #[param(default = 0.0, range = Range::at_least(0.0))]
+    pub range: f64,
+    /// dynamic temperature: exponent applied to the normalized entropy
+    #[param(default = 1.0, range = Range::at_least(0.0))]
+    pub exponent: f64,
+}
+
+impl Stage for Temp {
+    const NAME: &'static str = "temp";
+    const DOC: &'static str =
+        "divide logits by a temperature (0 = greedy); range > 0 makes it entropy-driven";
+    const ALIASES: &'static [&'static str] = &["temperature"];
+    type Params = TempParams;
+    fn new(p: TempParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Temp::dynamic(p.t, p.range, p.exponent))
+    }
 }
 
 #[cfg(test)]
@@ -330,7 +312,7 @@ mod tests {
 
     #[test]
     fn t_is_required_and_ranges_are_declared() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Temp>();
         let t = e.info.param("t").unwrap();
         assert_eq!(t.default, None);
         assert!(t.check(&Value::Float(-0.1)).is_err());

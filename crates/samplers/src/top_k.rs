@@ -18,10 +18,7 @@
 //!   `k` is one vectorized threshold pass over the blocks that can hold them (see
 //!   [`Candidates::keep_top`]), not a sort.
 
-use alloc::boxed::Box;
-use alloc::vec;
-
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `top_k` stage.
 #[derive(Debug, Clone)]
@@ -37,9 +34,6 @@ impl TopK {
 }
 
 impl Sampler for TopK {
-    fn name(&self) -> &str {
-        "top_k"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.k > 0 {
             candidates.keep_top(self.k);
@@ -48,19 +42,21 @@ impl Sampler for TopK {
     }
 }
 
-/// Registry entry for `top_k`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "top_k",
-        "keep the k most likely tokens (0 = off)",
-        vec![ParamSpec::int(
-            "k",
-            40,
-            Range::closed(0.0, u32::MAX as f64),
-            "number of tokens to keep; 0 keeps all",
-        )],
-    );
-    StageEntry::new(info, |args, _| Ok(Box::new(TopK::new(args.usize("k")?))))
+/// The parameters of `top_k`.
+#[derive(Debug, Clone, Params)]
+pub struct TopKParams {
+    /// number of tokens to keep; 0 keeps all
+    #[param(default = 40, range = Range::closed(0.0, u32::MAX as f64))]
+    pub k: usize,
+}
+
+impl Stage for TopK {
+    const NAME: &'static str = "top_k";
+    const DOC: &'static str = "keep the k most likely tokens (0 = off)";
+    type Params = TopKParams;
+    fn new(p: TopKParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(TopK::new(p.k))
+    }
 }
 
 #[cfg(test)]

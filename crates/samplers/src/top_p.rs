@@ -28,14 +28,10 @@
 //! ([`Candidates::keep_ranked_through`]). The output keeps the input order on that path (and
 //! is sorted on the short one).
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use sieve_core::{
-    rank, Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo,
-};
+use sieve_core::{rank, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;
@@ -64,10 +60,6 @@ impl TopP {
 }
 
 impl Sampler for TopP {
-    fn name(&self) -> &str {
-        "top_p"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.p >= 1.0 || candidates.is_empty() {
             return Ok(());
@@ -269,29 +261,26 @@ fn median_of_three(part: &[Item], before: &impl Fn(&Item, &Item) -> bool) -> Ite
     }
 }
 
-/// Registry entry for `top_p`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "top_p",
-        "nucleus: keep the most likely tokens until their mass reaches p (1 = off)",
-        vec![
-            ParamSpec::float(
-                "p",
-                0.9,
-                Range::closed(0.0, 1.0),
-                "probability mass to keep",
-            ),
-            ParamSpec::int(
-                "min_keep",
-                1,
-                Range::closed(1.0, u32::MAX as f64),
-                "keep at least this many tokens",
-            ),
-        ],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(TopP::new(args.f64("p")?, args.usize("min_keep")?)))
-    })
+/// The parameters of `top_p`.
+#[derive(Debug, Clone, Params)]
+pub struct TopPParams {
+    /// probability mass to keep
+    #[param(default = 0.9, range = Range::closed(0.0, 1.0))]
+    pub p: f64,
+    /// keep at least this many tokens
+    #[param(default = 1, range = Range::closed(1.0, u32::MAX as f64))]
+    pub min_keep: usize,
+}
+
+impl Stage for TopP {
+    const NAME: &'static str = "top_p";
+    const DOC: &'static str =
+        "nucleus: keep the most likely tokens until their mass reaches p (1 = off)";
+    const ALIASES: &'static [&'static str] = &["nucleus"];
+    type Params = TopPParams;
+    fn new(p: TopPParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(TopP::new(p.p, p.min_keep))
+    }
 }
 
 #[cfg(test)]

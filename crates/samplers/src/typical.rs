@@ -28,11 +28,9 @@
 //!   renormalized here (the next stage's softmax does that).
 //! - Cost: one softmax and one sort of the current candidates (`O(n log n)`), as llama.cpp.
 
-use alloc::boxed::Box;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use sieve_core::{Candidates, Context, Error, ParamSpec, Range, Sampler, StageEntry, StageInfo};
+use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 use crate::select;
 
@@ -82,9 +80,6 @@ fn by_typicality(candidates: &mut Candidates) -> Option<(Vec<Scored>, Vec<f64>)>
 }
 
 impl Sampler for Typical {
-    fn name(&self) -> &str {
-        "typical"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.p.is_nan() || self.p >= 1.0 || candidates.is_empty() {
             return Ok(());
@@ -116,32 +111,26 @@ impl Sampler for Typical {
     }
 }
 
-/// Registry entry for `typical`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "typical",
-        "locally typical sampling: keep tokens whose surprise is closest to the entropy (1 = off)",
-        vec![
-            ParamSpec::float(
-                "p",
-                1.0,
-                Range::closed(0.0, 1.0),
-                "probability mass of the most typical tokens to keep",
-            ),
-            ParamSpec::int(
-                "min_keep",
-                1,
-                Range::closed(1.0, u32::MAX as f64),
-                "keep at least this many tokens (the most typical ones)",
-            ),
-        ],
-    );
-    StageEntry::new(info, |args, _| {
-        Ok(Box::new(Typical::new(
-            args.f64("p")?,
-            args.usize("min_keep")?,
-        )))
-    })
+/// The parameters of `typical`.
+#[derive(Debug, Clone, Params)]
+pub struct TypicalParams {
+    /// probability mass of the most typical tokens to keep
+    #[param(default = 1.0, range = Range::closed(0.0, 1.0))]
+    pub p: f64,
+    /// keep at least this many tokens (the most typical ones)
+    #[param(default = 1, range = Range::closed(1.0, u32::MAX as f64))]
+    pub min_keep: usize,
+}
+
+impl Stage for Typical {
+    const NAME: &'static str = "typical";
+    const DOC: &'static str =
+        "locally typical sampling: keep tokens whose surprise is closest to the entropy (1 = off)";
+    const ALIASES: &'static [&'static str] = &["typical_p", "locally_typical"];
+    type Params = TypicalParams;
+    fn new(p: TypicalParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Typical::new(p.p, p.min_keep))
+    }
 }
 
 #[cfg(test)]
@@ -241,7 +230,7 @@ mod tests {
 
     #[test]
     fn entry_declares_ranges_and_builds() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Typical>();
         assert_eq!(e.info.param("p").unwrap().default, Some(Value::Float(1.0)));
         assert!(e
             .info

@@ -30,11 +30,8 @@
 //!   `uniform_real_distribution<float>`); `seed = -1` uses the run's seed;
 //!   [`Sampler::reset`] replays the sequence.
 
-use alloc::boxed::Box;
-use alloc::vec;
-
 use sieve_core::{
-    Candidates, Context, Error, ParamSpec, Range, Sampler, SieveRng, StageEntry, StageInfo,
+    BuildContext, Candidates, Context, Error, Params, Range, Sampler, Seed, SieveRng, Stage,
 };
 
 /// The `xtc` stage.
@@ -60,9 +57,6 @@ impl Xtc {
 }
 
 impl Sampler for Xtc {
-    fn name(&self) -> &str {
-        "xtc"
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if !(self.probability > 0.0 && self.threshold <= 0.5) || candidates.len() < 2 {
             return Ok(());
@@ -93,41 +87,35 @@ impl Sampler for Xtc {
     }
 }
 
-/// Registry entry for `xtc`.
-pub fn entry() -> StageEntry {
-    let info = StageInfo::builtin(
-        "xtc",
-        "exclude top choices: sometimes remove all tokens above a threshold but the least likely",
-        vec![
-            ParamSpec::float(
-                "threshold",
-                0.1,
-                Range::closed(0.0, 1.0),
-                "tokens at least this likely are top choices; above 0.5 = off",
-            ),
-            ParamSpec::float(
-                "probability",
-                0.5,
-                Range::closed(0.0, 1.0),
-                "chance to act on a step; 0 = off",
-            ),
-            ParamSpec::int(
-                "min_keep",
-                1,
-                Range::closed(1.0, u32::MAX as f64),
-                "act only if at least this many tokens remain",
-            ),
-            ParamSpec::seed(),
-        ],
-    );
-    StageEntry::new(info, |args, cx| {
-        Ok(Box::new(Xtc::new(
-            args.f32("threshold")?,
-            args.f32("probability")?,
-            args.usize("min_keep")?,
-            args.seed(cx.seed)?,
-        )))
-    })
+/// The parameters of `xtc`.
+#[derive(Debug, Clone, Params)]
+pub struct XtcParams {
+    /// tokens at least this likely are top choices; above 0.5 = off
+    #[param(default = 0.1, range = Range::closed(0.0, 1.0))]
+    pub threshold: f32,
+    /// chance to act on a step; 0 = off
+    #[param(default = 0.5, range = Range::closed(0.0, 1.0))]
+    pub probability: f32,
+    /// act only if at least this many tokens remain
+    #[param(default = 1, range = Range::closed(1.0, u32::MAX as f64))]
+    pub min_keep: usize,
+    /// random seed; -1 uses the run's --seed
+    pub seed: Seed,
+}
+
+impl Stage for Xtc {
+    const NAME: &'static str = "xtc";
+    const DOC: &'static str =
+        "exclude top choices: sometimes remove all tokens above a threshold but the least likely";
+    type Params = XtcParams;
+    fn new(p: XtcParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        Ok(Xtc::new(
+            p.threshold,
+            p.probability,
+            p.min_keep,
+            p.seed.resolve(cx.seed),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -244,7 +232,7 @@ mod tests {
 
     #[test]
     fn entry_uses_the_run_seed_for_minus_one() {
-        let e = entry();
+        let e = sieve_core::StageEntry::of::<Xtc>();
         assert!(!e.info.selector);
         assert_eq!(
             e.info.param("probability").unwrap().default,

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use sieve_core::Vocab;
+use sieve_plugin::Vocab;
 
 /// The longest breaker string used, in bytes (llama.cpp's `MAX_CHAR_LEN`).
 pub const MAX_BREAKER_BYTES: usize = 40;

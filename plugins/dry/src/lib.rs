@@ -45,13 +45,8 @@
 //! # Cost
 //! `O(|W|)` for the scans plus, on a full vocabulary, one write per penalized token.
 
-use std::fmt;
-
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
-use sieve_core::plugin::PluginStage;
-use sieve_core::{
-    BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, Range, Sampler, Value, Vocab,
+use sieve_plugin::{
+    BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage, Value, Vocab,
 };
 
 pub mod breakers;
@@ -89,42 +84,56 @@ pub enum Breaker {
     Ids(Vec<u32>),
 }
 
-impl<'de> Deserialize<'de> for Breaker {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Breaker;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a breaker: a string, or a list of token ids")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Breaker, E> {
-                Ok(Breaker::Text(s.to_string()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Breaker, A::Error> {
-                let mut ids = Vec::new();
-                while let Some(id) = seq.next_element::<u32>()? {
-                    ids.push(id);
-                }
-                Ok(Breaker::Ids(ids))
-            }
+impl Breaker {
+    /// Reads breaker `i` of the `breakers` list: a string, or a list of token ids.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on `breakers` for any other value.
+    pub fn read(i: usize, value: &Value) -> Result<Breaker, Error> {
+        let wrong = |what: &Value| {
+            invalid(
+                "breakers",
+                format!(
+                    "breaker {i} must be a string or a list of token ids, found {}",
+                    what.type_name()
+                ),
+            )
+        };
+        match value {
+            Value::Str(s) => Ok(Breaker::Text(s.clone())),
+            Value::List(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::Int(id) => u32::try_from(*id).map_err(|_| {
+                        invalid("breakers", format!("breaker {i}: {id} is not a token id"))
+                    }),
+                    other => Err(wrong(other)),
+                })
+                .collect::<Result<Vec<u32>, Error>>()
+                .map(Breaker::Ids),
+            other => Err(wrong(other)),
         }
-        d.deserialize_any(V)
     }
 }
 
 /// The parameters of `dry`.
-#[derive(Debug, Deserialize)]
-pub struct Params {
-    /// Penalty scale.
+#[derive(Debug, Params)]
+pub struct DryParams {
+    /// penalty scale; 0 turns DRY off
+    #[param(default = 0.8, range = Range::at_least(0.0))]
     pub multiplier: f64,
-    /// Growth per extra repeated token.
+    /// growth of the penalty per extra repeated token
+    #[param(default = 1.75, range = Range::at_least(1.0))]
     pub base: f64,
-    /// Longest free repeat.
+    /// longest repeat left unpenalized
+    #[param(default = 2, range = Range::closed(0.0, f64::from(u32::MAX)))]
     pub allowed_length: u32,
-    /// Window (`-1`: the whole history).
+    /// history tokens scanned; -1 = all, 0 = off
+    #[param(default = -1, range = Range::closed(-1.0, f64::from(u32::MAX)))]
     pub last_n: i64,
-    /// Sequence breakers.
-    pub breakers: Vec<Breaker>,
+    /// strings (need a model's vocabulary) or token-id lists [head, tail…] that end a repeat
+    #[param(default = ["\n", ":", "\"", "*"].iter().map(|s| Value::Str((*s).into())).collect())]
+    pub breakers: Vec<Value>,
 }
 
 fn invalid(param: &str, message: String) -> Error {
@@ -245,10 +254,6 @@ impl Dry {
 }
 
 impl Sampler for Dry {
-    fn name(&self) -> &str {
-        "dry"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if !self.find_repeats(cx.history) {
             return Ok(());
@@ -273,28 +278,19 @@ impl Sampler for Dry {
     }
 }
 
-impl PluginStage for Dry {
-    type Params = Params;
+impl Stage for Dry {
+    type Params = DryParams;
     const NAME: &'static str = "dry";
     const DOC: &'static str = "DRY repetition penalty: penalize tokens that extend a repeat of the history (llama.cpp dry)";
 
-    fn params() -> Vec<ParamSpec> {
-        let breakers = ["\n", ":", "\"", "*"]
+    fn new(p: DryParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+        let list = p
+            .breakers
             .iter()
-            .map(|s| Value::Str((*s).into()))
-            .collect();
-        vec![
-            ParamSpec::float("multiplier", 0.8, Range::at_least(0.0), "penalty scale; 0 turns DRY off"),
-            ParamSpec::float("base", 1.75, Range::at_least(1.0), "growth of the penalty per extra repeated token"),
-            ParamSpec::int("allowed_length", 2, Range::closed(0.0, f64::from(u32::MAX)), "longest repeat left unpenalized"),
-            ParamSpec::int("last_n", -1, Range::closed(-1.0, f64::from(u32::MAX)), "history tokens scanned; -1 = all, 0 = off"),
-            ParamSpec::new("breakers", ParamKind::List, "strings (need a model's vocabulary) or token-id lists [head, tail…] that end a repeat")
-                .with_default(Value::List(breakers)),
-        ]
-    }
-
-    fn create(p: Params, cx: &BuildContext<'_>) -> Result<Self, Error> {
-        let breakers = resolve(&p.breakers, cx.vocab)?;
+            .enumerate()
+            .map(|(i, v)| Breaker::read(i, v))
+            .collect::<Result<Vec<Breaker>, Error>>()?;
+        let breakers = resolve(&list, cx.vocab)?;
         let last_n = usize::try_from(p.last_n).ok();
         Ok(Dry::new(
             p.multiplier as f32,
@@ -306,7 +302,7 @@ impl PluginStage for Dry {
     }
 }
 
-sieve_core::export_plugin!(
+sieve_plugin::export_plugin!(
     name = "dry",
     version = env!("CARGO_PKG_VERSION"),
     stages = [Dry]

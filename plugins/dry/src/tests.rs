@@ -169,8 +169,17 @@ fn the_exponent_is_capped_so_the_penalty_stays_finite() {
     assert_eq!((stage.max_exponent, stage.penalty(1000)), (0, 0.5));
 }
 
-fn params(breakers: Vec<Breaker>) -> Params {
-    Params {
+fn params(breakers: Vec<Breaker>) -> DryParams {
+    let breakers = breakers
+        .into_iter()
+        .map(|b| match b {
+            Breaker::Text(s) => Value::Str(s),
+            Breaker::Ids(ids) => {
+                Value::List(ids.into_iter().map(|i| Value::Int(i.into())).collect())
+            }
+        })
+        .collect();
+    DryParams {
         multiplier: 0.8,
         base: 1.75,
         allowed_length: 2,
@@ -180,7 +189,7 @@ fn params(breakers: Vec<Breaker>) -> Params {
 }
 
 fn create(breakers: Vec<Breaker>, vocab: Option<&Vocab>) -> Result<Dry, Error> {
-    Dry::create(params(breakers), &BuildContext { seed: 0, vocab })
+    <Dry as Stage>::new(params(breakers), &BuildContext { seed: 0, vocab })
 }
 
 #[test]
@@ -247,12 +256,28 @@ fn breakers_read_from_strings_or_id_lists() {
         Value::Str(":".into()),
         Value::List(vec![Value::Int(25), Value::Int(26)]),
     ]);
-    let b: Vec<Breaker> = sieve_core::plugin::from_value(&v).unwrap();
+    let Value::List(items) = &v else {
+        unreachable!()
+    };
+    let b: Vec<Breaker> = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Breaker::read(i, v).unwrap())
+        .collect();
     assert_eq!(b, [Breaker::Text(":".into()), Breaker::Ids(vec![25, 26])]);
-    let err = sieve_core::plugin::from_value::<Vec<Breaker>>(&Value::List(vec![Value::Int(3)]))
-        .unwrap_err();
+    let message = |v: &Value| match Breaker::read(0, v).unwrap_err() {
+        Error::InvalidArgument { param, message, .. } => (param, message),
+        e => panic!("{e:?}"),
+    };
     assert_eq!(
-        err.message(),
-        "element 0: invalid type: integer `3`, expected a breaker: a string, or a list of token ids"
+        message(&Value::Int(3)),
+        (
+            "breakers".into(),
+            "breaker 0 must be a string or a list of token ids, found an integer".into()
+        )
+    );
+    assert_eq!(
+        message(&Value::List(vec![Value::Int(-1)])).1,
+        "breaker 0: -1 is not a token id"
     );
 }

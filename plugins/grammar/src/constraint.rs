@@ -18,7 +18,7 @@
 
 use llguidance::api::StopReason;
 use llguidance::Matcher;
-use sieve_core::Error;
+use sieve_plugin::Error;
 use toktrie::{SimpleVob, TokEnv, TokTrie, INVALID_TOKEN};
 
 /// Characters of text shown in an error, at most (the end of the text).

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use llguidance::ParserFactory;
-use sieve_core::{Error, Vocab};
+use sieve_plugin::{Error, Vocab};
 use toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie, INVALID_TOKEN};
 
 /// Longest token (in bytes) the trie takes; llguidance's trie allows about 1000 levels.

@@ -54,11 +54,7 @@
 //! depend on whether the unmasked pipeline would have picked a valid token.
 
 use llguidance::{Matcher, ParserFactory};
-use serde::Deserialize;
-use sieve_core::plugin::PluginStage;
-use sieve_core::{
-    BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, Sampler, Value, Vocab,
-};
+use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Vocab};
 use toktrie::SimpleVob;
 
 pub mod constraint;
@@ -77,15 +73,19 @@ pub struct Grammar {
 }
 
 /// The parameters of `grammar`: an empty string is a source not given.
-#[derive(Debug, Deserialize)]
-pub struct Params {
-    /// A JSON schema (JSON text).
+#[derive(Debug, Params)]
+pub struct GrammarParams {
+    /// a JSON schema, as JSON text
+    #[param(default = "")]
     pub json_schema: String,
-    /// A regular expression.
+    /// a regular expression the whole output matches
+    #[param(default = "")]
     pub regex: String,
-    /// A Lark grammar.
+    /// a grammar in llguidance's Lark dialect
+    #[param(default = "")]
     pub lark: String,
-    /// A `.json` (schema) or `.lark` file.
+    /// a grammar file: .json (a JSON schema) or .lark
+    #[param(default = "")]
     pub file: String,
 }
 
@@ -174,10 +174,6 @@ impl Grammar {
 }
 
 impl Sampler for Grammar {
-    fn name(&self) -> &str {
-        "grammar"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         let mask = self.constraint.mask(cx.generated())?;
         self.keep_allowed(candidates, &mask)?;
@@ -202,25 +198,13 @@ impl Sampler for Grammar {
     }
 }
 
-impl PluginStage for Grammar {
-    type Params = Params;
+impl Stage for Grammar {
+    type Params = GrammarParams;
     const NAME: &'static str = "grammar";
     const DOC: &'static str =
         "keep only tokens that keep the output inside a grammar: a JSON schema, a regex, a Lark grammar or a file (llguidance)";
 
-    fn params() -> Vec<ParamSpec> {
-        let text = |name: &str, doc: &str| {
-            ParamSpec::new(name, ParamKind::Str, doc).with_default(Value::Str(String::new()))
-        };
-        vec![
-            text("json_schema", "a JSON schema, as JSON text"),
-            text("regex", "a regular expression the whole output matches"),
-            text("lark", "a grammar in llguidance's Lark dialect"),
-            text("file", "a grammar file: .json (a JSON schema) or .lark"),
-        ]
-    }
-
-    fn create(p: Params, cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(p: GrammarParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
         let (source, param) = Source::from_args(&p.json_schema, &p.regex, &p.lark, &p.file)?;
         match cx.vocab {
             Some(vocab) => Grammar::new(&source, param, vocab),
@@ -239,7 +223,7 @@ impl PluginStage for Grammar {
     }
 }
 
-sieve_core::export_plugin!(
+sieve_plugin::export_plugin!(
     name = "grammar",
     version = env!("CARGO_PKG_VERSION"),
     stages = [Grammar]

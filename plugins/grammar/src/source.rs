@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use llguidance::api::TopLevelGrammar;
-use sieve_core::Error;
+use sieve_plugin::Error;
 
 /// The parameters that name a grammar, in the order the stage declares them.
 pub const SOURCES: [&str; 4] = ["json_schema", "regex", "lark", "file"];

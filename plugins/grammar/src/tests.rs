@@ -229,7 +229,10 @@ fn random_logits(rng: &mut SieveRng, n: usize) -> Vec<f32> {
 /// Generates with `grammar | dist` on random logits until EOS (or `max` tokens); the text.
 fn generate(source: &Source, v: &Vocab, seed: u64, max: usize) -> (String, bool) {
     let grammar = Grammar::new(source, "json_schema", v).unwrap();
-    let mut pipeline = Pipeline::new(vec![Box::new(grammar), Box::new(Dist::new(seed))]);
+    let mut pipeline = Pipeline::new(vec![
+        ("grammar".to_string(), Box::new(grammar)),
+        ("dist".to_string(), Box::new(Dist::new(seed))),
+    ]);
     let mut rng = SieveRng::new(seed, "logits");
     let prompt = [5u32, 6, 7];
     for &t in &prompt {
@@ -445,14 +448,14 @@ fn logits_of_surviving_candidates_are_kept_with_a_pending_scale() {
 
 fn create(args: [&str; 4], v: Option<&Vocab>) -> Result<Grammar, Error> {
     let [json_schema, regex, lark, file] = args.map(String::from);
-    let p = Params {
+    let p = GrammarParams {
         json_schema,
         regex,
         lark,
         file,
     };
     let cx = BuildContext { seed: 0, vocab: v };
-    <Grammar as PluginStage>::create(p, &cx)
+    <Grammar as Stage>::new(p, &cx)
 }
 
 fn create_error(args: [&str; 4], v: Option<&Vocab>) -> (String, String) {

@@ -1,24 +1,36 @@
-//! The smallest working sieve plugin: `mine(bias=1.0, token=0)` adds `bias` to the logit of
+//! The smallest working sieve plugin: `mine(bias=1.0, token)` adds `bias` to the logit of
 //! token `token` (when it is a candidate). It does what `logit_bias({token: bias})` does, so
 //! the two can be timed side by side to measure what crossing the plugin boundary costs.
 //!
-//! See `README.md` beside this crate for the walkthrough.
+//! A plugin stage is written exactly like a built-in one (compare `crates/samplers/src/top_k.rs`):
+//! a parameter struct, the stage type with [`Sampler`] and [`Stage`], and one export line.
+//! See `README.md` beside this crate for the walkthrough (building, installing, debugging).
 
-use serde::Deserialize;
-use sieve_core::plugin::PluginStage;
-use sieve_core::{BuildContext, Candidates, Context, Error, ParamSpec, Range, Sampler};
+use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+
+/// The parameters. Each field is one parameter: its name is the name used in pipelines
+/// (`mine(bias=2.5, token=13)`), its `///` line the doc `sieve samplers` shows, the field
+/// order the positional order (`mine(2.5, 13)`). The host validates every pipeline against
+/// this schema (types, ranges, required parameters) before [`Stage::new`] runs.
+#[derive(Debug, Params)]
+pub struct MineParams {
+    /// added to the logit
+    #[param(default = 1.0, range = Range::closed(-100.0, 100.0))]
+    pub bias: f32,
+    /// the token id
+    // No `default`: the parameter is required, and `mine(2.5)` is an error naming `token`.
+    #[param(range = Range::closed(0.0, u32::MAX as f64))]
+    pub token: u32,
+}
 
 /// The stage: the same [`Sampler`] trait the built-in stages implement.
+#[derive(Debug)]
 pub struct Mine {
     bias: f32,
     token: u32,
 }
 
 impl Sampler for Mine {
-    fn name(&self) -> &str {
-        "mine"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if let Some(i) = candidates.position(self.token) {
             candidates.set_logit(i, candidates.logit(i) + self.bias);
@@ -27,38 +39,13 @@ impl Sampler for Mine {
     }
 }
 
-/// The parameters, read from the validated arguments by serde.
-#[derive(Deserialize)]
-pub struct Params {
-    bias: f32,
-    token: u32,
-}
-
-impl PluginStage for Mine {
-    type Params = Params;
+impl Stage for Mine {
+    /// The stage's one name: in pipelines, in `sieve samplers`, in error messages.
     const NAME: &'static str = "mine";
     const DOC: &'static str = "add bias to the logit of one token";
+    type Params = MineParams;
 
-    /// The schema: `sieve check` and `sieve samplers` read it, pipelines are validated
-    /// against it before `create` runs.
-    fn params() -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::float(
-                "bias",
-                1.0,
-                Range::closed(-100.0, 100.0),
-                "added to the logit",
-            ),
-            ParamSpec::int(
-                "token",
-                0,
-                Range::closed(0.0, u32::MAX as f64),
-                "the token id",
-            ),
-        ]
-    }
-
-    fn create(p: Params, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(p: MineParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
         Ok(Mine {
             bias: p.bias,
             token: p.token,
@@ -66,7 +53,8 @@ impl PluginStage for Mine {
     }
 }
 
-sieve_core::export_plugin!(
+// `name` and `version` describe the library (shown by `sieve samplers` beside the stage).
+sieve_plugin::export_plugin!(
     name = "mine",
     version = env!("CARGO_PKG_VERSION"),
     stages = [Mine]
@@ -92,5 +80,14 @@ mod tests {
         };
         stage.apply(&mut c, &Context::default()).unwrap();
         assert_eq!(c.logit(1), 2.5);
+    }
+
+    #[test]
+    fn token_is_required_and_bias_defaults_to_one() {
+        let schema = MineParams::schema();
+        assert_eq!(schema[0].name, "bias");
+        assert!(schema[0].default.is_some());
+        assert_eq!(schema[1].name, "token");
+        assert!(schema[1].default.is_none(), "token is required");
     }
 }

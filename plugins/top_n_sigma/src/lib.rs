@@ -33,9 +33,7 @@
 //! One vectorized pass over the logits for the statistics, and one to find the survivors
 //! ([`Candidates::keep_ranked_through`] with the threshold rounded up to an `f32`).
 
-use serde::Deserialize;
-use sieve_core::plugin::PluginStage;
-use sieve_core::{BuildContext, Candidates, Context, Error, ParamSpec, Range, Sampler};
+use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// The `top_n_sigma` stage.
 #[derive(Debug, Clone)]
@@ -44,9 +42,10 @@ pub struct TopNSigma {
 }
 
 /// The parameters of `top_n_sigma`.
-#[derive(Debug, Deserialize)]
-pub struct Params {
-    /// How many standard deviations below the maximum a logit may be.
+#[derive(Debug, Params)]
+pub struct TopNSigmaParams {
+    /// standard deviations below the maximum to keep; <= 0 keeps all
+    #[param(default = 1.0, range = Range::open(f64::NEG_INFINITY, f64::INFINITY))]
     pub n: f64,
 }
 
@@ -104,10 +103,6 @@ pub fn ceil_f32(x: f64) -> f32 {
 }
 
 impl Sampler for TopNSigma {
-    fn name(&self) -> &str {
-        "top_n_sigma"
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.n <= 0.0 || candidates.len() <= 1 {
             return Ok(());
@@ -126,27 +121,18 @@ impl Sampler for TopNSigma {
     }
 }
 
-impl PluginStage for TopNSigma {
-    type Params = Params;
+impl Stage for TopNSigma {
+    type Params = TopNSigmaParams;
     const NAME: &'static str = "top_n_sigma";
     const DOC: &'static str =
         "keep logits >= max - n·σ over the finite logits (llama.cpp top-n-sigma)";
 
-    fn params() -> Vec<ParamSpec> {
-        vec![ParamSpec::float(
-            "n",
-            1.0,
-            Range::open(f64::NEG_INFINITY, f64::INFINITY),
-            "standard deviations below the maximum to keep; <= 0 keeps all",
-        )]
-    }
-
-    fn create(params: Params, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(params: TopNSigmaParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
         Ok(TopNSigma { n: params.n })
     }
 }
 
-sieve_core::export_plugin!(
+sieve_plugin::export_plugin!(
     name = "top_n_sigma",
     version = env!("CARGO_PKG_VERSION"),
     stages = [TopNSigma]

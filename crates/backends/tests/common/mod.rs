@@ -87,10 +87,6 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 pub struct Argmax;
 
 impl Sampler for Argmax {
-    fn name(&self) -> &str {
-        "argmax"
-    }
-
     fn apply(&mut self, c: &mut Candidates, _cx: &Context<'_>) -> Result<(), CoreError> {
         let mut best: Option<(usize, u32, f32)> = None;
         for (pos, (id, logit)) in c.iter().enumerate() {
@@ -111,5 +107,5 @@ impl Sampler for Argmax {
 
 /// A pipeline of [`Argmax`] alone.
 pub fn greedy_pipeline() -> Pipeline {
-    Pipeline::new(vec![Box::new(Argmax)])
+    Pipeline::new(vec![("argmax".to_string(), Box::new(Argmax))])
 }

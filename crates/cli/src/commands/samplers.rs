@@ -3,11 +3,14 @@
 //! # JSON schema (`--json`)
 //! An array with one object per stage, sorted by name:
 //! ```text
-//! [{"name": "top_p", "doc": "…", "selector": false, "origin": "built-in",
+//! [{"name": "top_p", "doc": "…", "selector": false, "origin": "built-in", "plugin": null,
 //!   "params": [{"name": "p", "type": "float", "required": false, "default": 0.9,
 //!               "range": {"min": 0.0, "max": 1.0, "min_inclusive": true, "max_inclusive": true},
 //!               "doc": "…"}]}]
 //! ```
+//! - `plugin` is `null` for a built-in stage, and for a plugin's stage the library that
+//!   defined it: `{"name": "dry", "version": "0.1.0", "file": "…/libsieve_dry.so"}` (name and
+//!   version as its `export_plugin!` line gives them; `origin` is the same file);
 //! - `type` is one of `float`, `int`, `bool`, `string`, `list`, `map`;
 //! - `default` is `null` exactly when `required` is true; a map default is an array of
 //!   `[key, value]` pairs (JSON object keys can only be strings);
@@ -66,7 +69,15 @@ pub fn text(registry: &Registry) -> String {
             out.push('\n');
         }
         let kind = if stage.selector { "selector, " } else { "" };
-        let _ = writeln!(out, "{}  ({kind}{})", stage.name, stage.origin);
+        match &stage.plugin {
+            Some(p) => writeln!(
+                out,
+                "{}  ({kind}plugin {} {}, {})",
+                stage.name, p.name, p.version, stage.origin
+            ),
+            None => writeln!(out, "{}  ({kind}{})", stage.name, stage.origin),
+        }
+        .expect("writing to a String cannot fail");
         if !stage.doc.is_empty() {
             let _ = writeln!(out, "    {}", stage.doc);
         }
@@ -137,7 +148,16 @@ struct StageJson<'a> {
     doc: &'a str,
     selector: bool,
     origin: &'a str,
+    plugin: Option<PluginJson<'a>>,
     params: Vec<ParamJson<'a>>,
+}
+
+/// The library of a plugin's stage in `--json`.
+#[derive(Serialize)]
+struct PluginJson<'a> {
+    name: &'a str,
+    version: &'a str,
+    file: &'a str,
 }
 
 impl<'a> StageJson<'a> {
@@ -147,6 +167,11 @@ impl<'a> StageJson<'a> {
             doc: &s.doc,
             selector: s.selector,
             origin: &s.origin,
+            plugin: s.plugin.as_ref().map(|p| PluginJson {
+                name: &p.name,
+                version: &p.version,
+                file: &p.file,
+            }),
             params: s.params.iter().map(ParamJson::of).collect(),
         }
     }
@@ -259,6 +284,11 @@ mod tests {
         r.register(StageEntry::new(pick, nothing)).unwrap();
         let mut plugin = StageInfo::builtin("zz_plain", "", vec![]);
         plugin.origin = "libzz.so".into();
+        plugin.plugin = Some(sieve_core::PluginOrigin {
+            name: "zz".into(),
+            version: "0.2.0".into(),
+            file: "libzz.so".into(),
+        });
         r.register(StageEntry::new(plugin, nothing)).unwrap();
         r
     }
@@ -276,7 +306,7 @@ pick  (selector, built-in)
     choose one
     seed   int    default -1          range [-1, 9007199254740992]  random seed; -1 uses the run's --seed
 
-zz_plain  (libzz.so)
+zz_plain  (plugin zz 0.2.0, libzz.so)
     (no parameters)
 ";
         assert_eq!(text(&registry()), want);
@@ -306,6 +336,11 @@ zz_plain  (libzz.so)
         assert_eq!(parsed[1]["params"][0]["range"]["min"], -1);
         assert_eq!(parsed[1]["params"][0]["range"]["max"], sieve_core::MAX_SEED);
         assert_eq!(parsed[2]["origin"], "libzz.so");
+        assert_eq!(
+            parsed[2]["plugin"],
+            json!({"name": "zz", "version": "0.2.0", "file": "libzz.so"})
+        );
+        assert_eq!(parsed[0]["plugin"], Json::Null);
         assert_eq!(parsed[2]["params"], json!([]));
     }
 

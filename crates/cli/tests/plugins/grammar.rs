@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use sieve_core::plugin::host::Plugin;
 use sieve_core::{BuildContext, Candidates, Context, Vocab};
+use sieve_plugin_host::Plugin;
 
 use crate::{ok, sieve};
 

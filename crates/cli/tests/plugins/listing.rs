@@ -59,8 +59,10 @@ fn the_plugin_path_directories_are_scanned() {
     let run = sieve_with(&["samplers"], Some(var));
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stdout
-            .contains(&format!("top_n_sigma  ({})", copy.display())),
+        run.stdout.contains(&format!(
+            "top_n_sigma  (plugin top_n_sigma 0.1.0, {})",
+            copy.display()
+        )),
         "{}",
         run.stdout
     );
@@ -76,6 +78,47 @@ fn the_plugin_path_directories_are_scanned() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "top_n_sigma(n=1.0) | greedy\n");
+}
+
+#[test]
+fn an_explicit_plugin_wins_over_an_installed_copy() {
+    // An installed copy on SIEVE_PLUGIN_PATH and a development build named with --plugin:
+    // the --plugin file's stage is used, with a note; it is not "defined twice".
+    let dir = tempfile::tempdir().unwrap();
+    let ext = std::env::consts::DLL_EXTENSION;
+    let installed = dir.path().join(format!("libtnsigma.{ext}"));
+    std::fs::copy(lib("sieve_top_n_sigma"), &installed).unwrap();
+    let var = dir.path().to_str().unwrap();
+    let dev = lib("sieve_top_n_sigma");
+    let run = sieve_with(&["samplers", "--plugin", dev], Some(var));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains(&format!("top_n_sigma  (plugin top_n_sigma 0.1.0, {dev})")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stderr,
+        format!(
+            "note: stage `top_n_sigma` is defined by --plugin {dev} and by {} (found on \
+             SIEVE_PLUGIN_PATH); using the --plugin one\n",
+            installed.display()
+        )
+    );
+    // Two --plugin files defining one stage stay an error.
+    let run = sieve_with(
+        &[
+            "samplers",
+            "--plugin",
+            dev,
+            "--plugin",
+            installed.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("defined twice"), "{}", run.stderr);
 }
 
 #[test]

@@ -2,11 +2,13 @@
 //! DRY and top-nσ outputs (insta snapshots and hand-derived vectors), the template, and every
 //! fault a plugin file can have.
 
+mod abi1;
 mod build;
 mod dry;
 mod faults;
 mod grammar;
 mod listing;
+mod standalone;
 mod template;
 mod top_n_sigma;
 

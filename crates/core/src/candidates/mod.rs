@@ -63,16 +63,6 @@ pub fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
         .then(a.1.cmp(&b.1))
 }
 
-/// How [`Candidates::load`] reads one logit: NaN as `-inf`, `+inf` as `f32::MAX`.
-#[inline(always)]
-fn sanitize(x: f32) -> f32 {
-    if x.is_nan() {
-        f32::NEG_INFINITY
-    } else {
-        x.min(f32::MAX)
-    }
-}
-
 impl Candidates {
     /// No candidates; buffers grow on the first [`Candidates::load`].
     pub fn new() -> Self {
@@ -121,7 +111,8 @@ impl Candidates {
     /// [`Candidates::first_non_finite`] first; the command line does.
     pub fn load(&mut self, logits: &[f32]) {
         self.logits.clear();
-        self.logits.extend(logits.iter().map(|&x| sanitize(x)));
+        self.logits
+            .extend(logits.iter().map(|&x| math::sanitize(x)));
         self.reset_dense();
     }
 
@@ -134,7 +125,7 @@ impl Candidates {
         self.logits = logits;
         if !math::none_nan_or_pos_inf(&self.logits) {
             for x in &mut self.logits {
-                *x = sanitize(*x);
+                *x = math::sanitize(*x);
             }
         }
         self.reset_dense();
@@ -307,7 +298,7 @@ impl Candidates {
     /// If `i >= len()`.
     pub fn set_logit(&mut self, i: usize, logit: f32) {
         self.materialize();
-        self.logits[i] = sanitize(logit);
+        self.logits[i] = math::sanitize(logit);
         self.sorted = false;
         self.probs_valid = false;
         self.selected = None;

@@ -25,9 +25,6 @@ impl Stub {
 }
 
 impl Sampler for Stub {
-    fn name(&self) -> &str {
-        &self.name
-    }
     fn apply(&mut self, candidates: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         if self.selects {
             candidates.select(0);

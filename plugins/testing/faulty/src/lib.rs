@@ -1,11 +1,7 @@
 //! Test fixture: `panics(at)` panics where it is told (`"create"`, `"apply"`, `"accept"`),
 //! and `rejects(level)` refuses a level its schema allows but it cannot use.
 
-use serde::Deserialize;
-use sieve_core::plugin::PluginStage;
-use sieve_core::{
-    BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, Range, Sampler, Value,
-};
+use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
 
 /// Panics in the call named by `at`.
 pub struct Panics {
@@ -13,15 +9,14 @@ pub struct Panics {
 }
 
 /// Parameters of `panics`.
-#[derive(Deserialize)]
+#[derive(Params)]
 pub struct PanicsParams {
+    /// create, apply or accept
+    #[param(default = "apply")]
     at: String,
 }
 
 impl Sampler for Panics {
-    fn name(&self) -> &str {
-        "panics"
-    }
     fn apply(&mut self, _c: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         assert!(self.at != "apply", "panics was told to panic in apply");
         Ok(())
@@ -34,17 +29,11 @@ impl Sampler for Panics {
     }
 }
 
-impl PluginStage for Panics {
+impl Stage for Panics {
     type Params = PanicsParams;
     const NAME: &'static str = "panics";
     const DOC: &'static str = "panics in create, apply or accept";
-    fn params() -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("at", ParamKind::Str, "create, apply or accept")
-                .with_default(Value::Str("apply".into())),
-        ]
-    }
-    fn create(p: PanicsParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(p: PanicsParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
         assert!(p.at != "create", "panics was told to panic in create");
         Ok(Panics { at: p.at })
     }
@@ -54,33 +43,24 @@ impl PluginStage for Panics {
 pub struct Rejects;
 
 /// Parameters of `rejects`.
-#[derive(Deserialize)]
+#[derive(Params)]
 pub struct RejectsParams {
+    /// at most 3, in fact
+    #[param(default = 1, range = Range::closed(0.0, 100.0))]
     level: i64,
 }
 
 impl Sampler for Rejects {
-    fn name(&self) -> &str {
-        "rejects"
-    }
     fn apply(&mut self, _c: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         Ok(())
     }
 }
 
-impl PluginStage for Rejects {
+impl Stage for Rejects {
     type Params = RejectsParams;
     const NAME: &'static str = "rejects";
     const DOC: &'static str = "refuses a level above 3";
-    fn params() -> Vec<ParamSpec> {
-        vec![ParamSpec::int(
-            "level",
-            1,
-            Range::closed(0.0, 100.0),
-            "at most 3, in fact",
-        )]
-    }
-    fn create(p: RejectsParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(p: RejectsParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
         if p.level > 3 {
             return Err(Error::InvalidArgument {
                 stage: "rejects".into(),
@@ -92,7 +72,7 @@ impl PluginStage for Rejects {
     }
 }
 
-sieve_core::export_plugin!(
+sieve_plugin::export_plugin!(
     name = "faulty",
     version = "0.0.0",
     stages = [Panics, Rejects]

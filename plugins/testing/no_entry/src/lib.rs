@@ -1,6 +1,6 @@
 //! Test fixture: a library that exports the ABI-version symbol but no entry symbol.
 
-use sieve_core::plugin::abi::ABI_VERSION;
+use sieve_plugin::abi::ABI_VERSION;
 
 /// The right version, so the host gets as far as looking for the entry.
 #[unsafe(no_mangle)]

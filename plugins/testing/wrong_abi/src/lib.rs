@@ -1,7 +1,7 @@
 //! Test fixture: a library that says it was built for the next plugin ABI version. Its entry
 //! aborts the process, so a host that calls it before checking the version fails loudly.
 
-use sieve_core::plugin::abi::{AbiPlugin, ErrorSink, ABI_VERSION};
+use sieve_plugin::abi::{AbiPlugin, ErrorSink, ABI_VERSION};
 
 /// One more than the version this sieve speaks.
 #[unsafe(no_mangle)]

@@ -170,9 +170,6 @@ mod tests {
     /// A stage that records what it sees.
     struct Probe(std::sync::Arc<std::sync::Mutex<(Vec<u32>, usize)>>);
     impl sieve_core::Sampler for Probe {
-        fn name(&self) -> &str {
-            "probe"
-        }
         fn apply(&mut self, c: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
             self.0.lock().unwrap().1 = cx.history.len();
             c.select(0);
@@ -186,7 +183,8 @@ mod tests {
     #[test]
     fn steps_see_the_history_and_the_floor_is_the_max() {
         let seen = std::sync::Arc::default();
-        let pipeline = Pipeline::new(vec![Box::new(Probe(std::sync::Arc::clone(&seen)))]);
+        let probe = Probe(std::sync::Arc::clone(&seen));
+        let pipeline = Pipeline::new(vec![("probe".to_string(), Box::new(probe))]);
         let mut w = SamplerWorkload::new(pipeline, vec![0.5, 2.0, -1.0]);
         w.refill();
         assert_eq!(w.step(), Ok(0));

@@ -1,4 +1,4 @@
-//! The whole boundary in one process: a plugin exported with [`crate::export_plugin!`] in
+//! The whole boundary in one process: a plugin exported with `sieve_plugin::export_plugin!` in
 //! this test binary, loaded through its two symbols with [`Plugin::from_symbols`], built and
 //! run through the registry like a library plugin.
 
@@ -7,14 +7,11 @@ use std::string::String;
 use std::vec;
 use std::vec::Vec;
 
-use serde::Deserialize;
-
-use super::abi::{AbiPlugin, ErrorSink, ABI_VERSION};
-use super::host::{LoadFailure, Plugin};
-use super::PluginStage;
-use crate::{
-    Args, BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, Range, Registry, Sampler,
-    StageEntry, StageInfo, Value, Vocab,
+use crate::{LoadFailure, Plugin};
+use sieve_core::{Registry, StageEntry, StageInfo};
+use sieve_plugin::abi::{AbiPlugin, ErrorSink, ABI_VERSION};
+use sieve_plugin::{
+    Args, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage, Value, Vocab,
 };
 
 /// A stage whose behaviour `mode` picks, to drive every path of the boundary.
@@ -25,16 +22,17 @@ struct Probe {
     vocab: Option<Vocab>,
 }
 
-#[derive(Deserialize)]
+#[derive(Params)]
 struct ProbeParams {
+    /// what to do
+    #[param(default = "shift")]
     mode: String,
+    /// shift
+    #[param(default = 1.0, range = Range::closed(-10.0, 10.0))]
     by: f32,
 }
 
 impl Sampler for Probe {
-    fn name(&self) -> &str {
-        "probe"
-    }
     fn apply(&mut self, c: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         match self.mode.as_str() {
             // Dense in, dense out.
@@ -93,18 +91,11 @@ const MODES: [&str; 9] = [
     "panic_create",
 ];
 
-impl PluginStage for Probe {
+impl Stage for Probe {
     type Params = ProbeParams;
     const NAME: &'static str = "probe";
     const DOC: &'static str = "a test stage";
-    fn params() -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("mode", ParamKind::Str, "what to do")
-                .with_default(Value::Str("shift".into())),
-            ParamSpec::float("by", 1.0, Range::closed(-10.0, 10.0), "shift"),
-        ]
-    }
-    fn create(p: ProbeParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(p: ProbeParams, cx: &BuildContext<'_>) -> Result<Self, Error> {
         if p.mode == "panic_create" {
             panic!("create was told to panic");
         }
@@ -128,29 +119,27 @@ impl PluginStage for Probe {
 struct First;
 
 impl Sampler for First {
-    fn name(&self) -> &str {
-        "first"
-    }
     fn apply(&mut self, c: &mut Candidates, _cx: &Context<'_>) -> Result<(), Error> {
         c.select(0);
         Ok(())
     }
 }
 
-impl PluginStage for First {
-    type Params = ();
+/// `first` has no parameters.
+#[derive(Params)]
+struct NoParams {}
+
+impl Stage for First {
+    type Params = NoParams;
     const NAME: &'static str = "first";
     const DOC: &'static str = "selects the first candidate";
     const SELECTOR: bool = true;
-    fn params() -> Vec<ParamSpec> {
-        Vec::new()
-    }
-    fn create(_: (), _cx: &BuildContext<'_>) -> Result<Self, Error> {
+    fn new(_: NoParams, _cx: &BuildContext<'_>) -> Result<Self, Error> {
         Ok(First)
     }
 }
 
-crate::export_plugin!(
+sieve_plugin::export_plugin!(
     name = "probe-plugin",
     version = "1.2.3",
     stages = [Probe, First]
@@ -214,8 +203,13 @@ fn the_descriptor_describes_both_stages() {
     );
     let infos: Vec<&StageInfo> = p.stages().collect();
     assert_eq!(infos.len(), 2);
-    let mut want = StageInfo::builtin("probe", "a test stage", Probe::params());
+    let mut want = StageInfo::builtin("probe", "a test stage", ProbeParams::schema());
     want.origin = "in-process".into();
+    want.plugin = Some(sieve_core::PluginOrigin {
+        name: "probe-plugin".into(),
+        version: "1.2.3".into(),
+        file: "in-process".into(),
+    });
     assert_eq!(infos[0], &want);
     assert!(infos[1].selector && infos[1].params.is_empty());
     assert_eq!(descriptor().abi_version, ABI_VERSION);
@@ -395,7 +389,7 @@ fn rejected_arguments_name_the_parameter() {
             message: "unknown mode \"dance\" (plugin in-process)".into()
         }
     );
-    // A value the schema allows but the serde type does not fit.
+    // A value of another type than the parameter struct's field.
     let args = Args::new(
         "probe",
         vec![
@@ -408,9 +402,9 @@ fn rejected_arguments_name_the_parameter() {
         panic!("{err:?}")
     };
     assert_eq!(param, "by");
-    assert!(
-        message.starts_with("invalid type: string \"x\", expected f32"),
-        "{message}"
+    assert_eq!(
+        message,
+        "must be a number, found a string (plugin in-process)"
     );
 }
 
@@ -484,7 +478,7 @@ fn another_abi_version_is_refused_before_the_entry_is_called() {
         err.to_string(),
         std::format!(
             "plugin old.so: built for sieve plugin ABI v99, this sieve speaks v{ABI_VERSION}; \
-             rebuild the plugin against this sieve-core"
+             rebuild the plugin against this sieve-plugin"
         )
     );
     // SAFETY: a version function and an entry returning null.

@@ -5,10 +5,10 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-use crate::plugin::abi::{AbiParam, AbiPlugin, AbiStage, ABI_VERSION};
-use crate::plugin::schema::{decode_param, is_identifier};
-use crate::plugin::value::decode_str;
-use crate::{ParamSpec, StageInfo};
+use sieve_core::{ParamSpec, StageInfo};
+use sieve_plugin::abi::{AbiParam, AbiPlugin, AbiStage, ABI_VERSION};
+use sieve_plugin::schema::{decode_param, is_identifier};
+use sieve_plugin::value::decode_str;
 
 /// A stage of a loaded library: its descriptor, which lives as long as the process (the
 /// library is never unloaded).
@@ -86,8 +86,8 @@ pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Des
     // SAFETY: strings of a valid descriptor (caller's promise).
     let (name, version) = unsafe {
         (
-            decode_str(&plugin.name, "the plugin name")?,
-            decode_str(&plugin.version, "the plugin version")?,
+            decode_str(&plugin.name, "the plugin name").map_err(|e| e.to_string())?,
+            decode_str(&plugin.version, "the plugin version").map_err(|e| e.to_string())?,
         )
     };
     let mut stages = Vec::with_capacity(plugin.n_stages);
@@ -115,7 +115,7 @@ pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Des
 /// As [`describe`].
 unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo, String> {
     // SAFETY: the caller's promise.
-    let name = unsafe { decode_str(&stage.name, "a stage name")? };
+    let name = unsafe { decode_str(&stage.name, "a stage name") }.map_err(|e| e.to_string())?;
     if !is_identifier(&name) {
         return Err(format!(
             "stage name {name:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
@@ -144,6 +144,8 @@ unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo
         doc,
         params,
         selector: stage.selector != 0,
+        aliases: Vec::new(),
         origin: origin.to_string(),
+        plugin: None,
     })
 }

@@ -6,11 +6,11 @@ use std::format;
 use std::panic::{self, AssertUnwindSafe};
 use std::string::String;
 
-use crate::plugin::abi::{
+use sieve_core::Error;
+use sieve_plugin::abi::{
     AbiStr, ErrorSink, STATUS_ABI_MISMATCH, STATUS_INVALID_ARGUMENT, STATUS_PANICKED,
     STATUS_POISONED,
 };
-use crate::Error;
 
 /// What a plugin reported during one call.
 #[derive(Debug, Default)]

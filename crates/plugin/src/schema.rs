@@ -1,10 +1,12 @@
 //! Parameter schemas across the boundary: a [`ParamSpec`] as an [`AbiParam`] and back.
 
-use alloc::string::String;
+use alloc::boxed::Box;
 
-use super::abi::{param_kind, AbiParam, AbiStr, AbiValue};
-use super::value::{decode, decode_str, Arena};
-use crate::{ParamKind, ParamSpec, Range};
+use crate::AbiError;
+
+use crate::abi::{param_kind, AbiParam, AbiStr, AbiValue};
+use crate::value::{decode, decode_str, Arena};
+use sieve_core::{ParamKind, ParamSpec, Range};
 
 /// The tag of `kind`.
 pub fn kind_tag(kind: ParamKind) -> u32 {
@@ -71,18 +73,18 @@ pub fn encode_param(spec: &ParamSpec, arena: &mut Arena) -> AbiParam {
 ///
 /// # Safety
 /// `p`'s strings and default must be valid as [`decode`] and [`AbiStr::as_bytes`] require.
-pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, String> {
+pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, AbiError> {
     // SAFETY: forwarded from the caller.
     let name = unsafe { decode_str(&p.name, "a parameter name")? };
     if !is_identifier(&name) {
-        return Err(alloc::format!(
-            "parameter name {name:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
-        ));
+        return Err(AbiError::NotAnIdentifier(name));
     }
     // SAFETY: forwarded from the caller.
     let doc = unsafe { decode_str(&p.doc, "a parameter doc")? };
-    let kind = kind_of_tag(p.kind)
-        .ok_or_else(|| alloc::format!("parameter `{name}` has unknown kind {}", p.kind))?;
+    let kind = kind_of_tag(p.kind).ok_or_else(|| AbiError::UnknownParamKind {
+        name: name.clone(),
+        kind: p.kind,
+    })?;
     let mut spec = ParamSpec::new(&name, kind, &doc);
     if p.has_range != 0 {
         let range = Range {
@@ -92,18 +94,18 @@ pub unsafe fn decode_param(p: &AbiParam) -> Result<ParamSpec, String> {
             max_inclusive: p.range_max_inclusive != 0,
         };
         if range.min.is_nan() || range.max.is_nan() || range.min > range.max {
-            return Err(alloc::format!(
-                "parameter `{name}` has an invalid range {range}"
-            ));
+            return Err(AbiError::InvalidRange { name, range });
         }
         spec = spec.with_range(range);
     }
     if p.has_default != 0 {
         // SAFETY: forwarded from the caller.
-        let default = unsafe { decode(&p.default) }
-            .map_err(|e| alloc::format!("parameter `{name}`: default: {e}"))?;
+        let default = unsafe { decode(&p.default) }.map_err(|e| AbiError::BadDefault {
+            name: name.clone(),
+            source: Box::new(e),
+        })?;
         spec.check(&default)
-            .map_err(|e| alloc::format!("parameter `{name}`: default: {e}"))?;
+            .map_err(|source| AbiError::DefaultRefused { name, source })?;
         spec = spec.with_default(default);
     }
     Ok(spec)
@@ -122,7 +124,7 @@ mod tests {
     use crate::Value;
     use alloc::vec;
 
-    fn round_trip(spec: &ParamSpec) -> Result<ParamSpec, String> {
+    fn round_trip(spec: &ParamSpec) -> Result<ParamSpec, AbiError> {
         let mut arena = Arena::new();
         let p = encode_param(spec, &mut arena);
         // SAFETY: `p` points into `spec` and `arena`, both alive.
@@ -152,9 +154,13 @@ mod tests {
 
     #[test]
     fn bad_specs_are_refused() {
-        let err = round_trip(&ParamSpec::new("2x", ParamKind::Int, "")).unwrap_err();
+        let err = round_trip(&ParamSpec::new("2x", ParamKind::Int, ""))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not an identifier"), "{err}");
-        let err = round_trip(&ParamSpec::float("p", 2.0, Range::closed(0.0, 1.0), "")).unwrap_err();
+        let err = round_trip(&ParamSpec::float("p", 2.0, Range::closed(0.0, 1.0), ""))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "parameter `p`: default: `p` = 2.0 is out of range; valid range is [0, 1]"
@@ -162,9 +168,12 @@ mod tests {
         let err = round_trip(
             &ParamSpec::new("k", ParamKind::Int, "").with_default(Value::Str("x".into())),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("must be an integer"), "{err}");
-        let err = round_trip(&ParamSpec::float("p", 0.5, Range::closed(1.0, 0.0), "")).unwrap_err();
+        let err = round_trip(&ParamSpec::float("p", 0.5, Range::closed(1.0, 0.0), ""))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("invalid range"), "{err}");
         let mut arena = Arena::new();
         let spec = ParamSpec::new("k", ParamKind::Int, "");
@@ -173,6 +182,7 @@ mod tests {
         // SAFETY: `p` points into a live spec and arena.
         assert!(unsafe { decode_param(&p) }
             .unwrap_err()
+            .to_string()
             .contains("unknown kind 42"));
     }
 

@@ -9,8 +9,9 @@ use alloc::vec::Vec;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 
-use super::abi::{kind, AbiArg, AbiStr, AbiValue};
-use crate::{Args, Value};
+use crate::abi::{kind, AbiArg, AbiStr, AbiValue};
+use crate::AbiError;
+use sieve_core::{Args, Value};
 
 /// The deepest nesting [`decode`] accepts (the pipeline language allows far less).
 pub const MAX_DEPTH: usize = 64;
@@ -135,28 +136,28 @@ unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     }
 }
 
-/// UTF-8 text of `s`, or a message naming `what`.
+/// UTF-8 text of `s`, or an [`AbiError::NotUtf8`] naming `what`.
 ///
 /// # Safety
 /// As [`AbiStr::as_bytes`].
-pub unsafe fn decode_str(s: &AbiStr, what: &str) -> Result<String, String> {
+pub unsafe fn decode_str(s: &AbiStr, what: &'static str) -> Result<String, AbiError> {
     // SAFETY: forwarded from the caller.
     let bytes = unsafe { s.as_bytes() };
     core::str::from_utf8(bytes)
         .map(ToString::to_string)
-        .map_err(|e| alloc::format!("{what} is not UTF-8: {e}"))
+        .map_err(|error| AbiError::NotUtf8 { what, error })
 }
 
 /// Decodes a value tree back into a [`Value`].
 ///
 /// # Errors
-/// A message for an unknown kind tag, a null array with a non-zero length, a string that is
+/// An [`AbiError`] for an unknown kind tag, a null array with a non-zero length, a string that is
 /// not UTF-8, a list length that overflows, or nesting deeper than [`MAX_DEPTH`].
 ///
 /// # Safety
 /// Every pointer in the tree must point at as many readable, initialized elements as its
 /// kind and `len` say, valid for the duration of the call.
-pub unsafe fn decode(value: &AbiValue) -> Result<Value, String> {
+pub unsafe fn decode(value: &AbiValue) -> Result<Value, AbiError> {
     // SAFETY: forwarded from the caller.
     unsafe { decode_at(value, 0) }
 }
@@ -165,16 +166,13 @@ pub unsafe fn decode(value: &AbiValue) -> Result<Value, String> {
 ///
 /// # Safety
 /// As [`decode`].
-unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, String> {
+unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, AbiError> {
     if depth > MAX_DEPTH {
-        return Err(alloc::format!("values nested deeper than {MAX_DEPTH}"));
+        return Err(AbiError::TooDeep);
     }
-    let check_ptr = |count: usize| -> Result<(), String> {
+    let check_ptr = |count: usize| -> Result<(), AbiError> {
         if count > 0 && value.ptr.is_null() {
-            Err(alloc::format!(
-                "value of kind {} has a null pointer",
-                value.kind
-            ))
+            Err(AbiError::NullValue { kind: value.kind })
         } else {
             Ok(())
         }
@@ -185,7 +183,7 @@ unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, String> {
         kind::BOOL => match value.int {
             0 => Value::Bool(false),
             1 => Value::Bool(true),
-            other => return Err(alloc::format!("boolean value {other} is neither 0 nor 1")),
+            other => return Err(AbiError::NotABool(other)),
         },
         kind::STR => {
             check_ptr(value.len)?;
@@ -211,7 +209,7 @@ unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, String> {
             let n = value
                 .len
                 .checked_mul(2)
-                .ok_or_else(|| "map length overflows".to_string())?;
+                .ok_or(AbiError::Overflow("map length"))?;
             check_ptr(n)?;
             // SAFETY: a MAP value points at `2 * len` values (caller's promise).
             let items = unsafe { slice(value.ptr.cast::<AbiValue>(), n) };
@@ -228,7 +226,7 @@ unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, String> {
             }
             Value::Map(out)
         }
-        other => return Err(alloc::format!("unknown value kind {other}")),
+        other => return Err(AbiError::UnknownKind(other)),
     })
 }
 
@@ -239,9 +237,9 @@ unsafe fn decode_at(value: &AbiValue, depth: usize) -> Result<Value, String> {
 ///
 /// # Safety
 /// `args` must point at `n` [`AbiArg`]s (or `n` be 0), each valid as [`decode`] requires.
-pub unsafe fn decode_args(stage: &str, args: *const AbiArg, n: usize) -> Result<Args, String> {
+pub unsafe fn decode_args(stage: &str, args: *const AbiArg, n: usize) -> Result<Args, AbiError> {
     if n > 0 && args.is_null() {
-        return Err("null argument array".to_string());
+        return Err(AbiError::NullArguments);
     }
     // SAFETY: `args` points at `n` arguments (caller's promise).
     let args = unsafe { slice(args, n) };
@@ -250,8 +248,10 @@ pub unsafe fn decode_args(stage: &str, args: *const AbiArg, n: usize) -> Result<
         // SAFETY: names and values are valid (caller's promise).
         let name = unsafe { decode_str(&arg.name, "an argument name")? };
         // SAFETY: as above.
-        let value =
-            unsafe { decode(&arg.value) }.map_err(|e| alloc::format!("argument `{name}`: {e}"))?;
+        let value = unsafe { decode(&arg.value) }.map_err(|e| AbiError::Argument {
+            name: name.clone(),
+            source: Box::new(e),
+        })?;
         values.push((name, value));
     }
     Ok(Args::new(stage, values))
@@ -332,21 +332,24 @@ mod tests {
         // no pointer at all.
         unsafe {
             assert_eq!(
-                decode(&bad(0, 0, null, 0)).unwrap_err(),
+                decode(&bad(0, 0, null, 0)).unwrap_err().to_string(),
                 "unknown value kind 0"
             );
             assert_eq!(
-                decode(&bad(99, 0, null, 0)).unwrap_err(),
+                decode(&bad(99, 0, null, 0)).unwrap_err().to_string(),
                 "unknown value kind 99"
             );
             assert!(decode(&bad(kind::BOOL, 2, null, 0))
                 .unwrap_err()
+                .to_string()
                 .contains("neither 0 nor 1"));
             assert!(decode(&bad(kind::LIST, 0, null, 3))
                 .unwrap_err()
+                .to_string()
                 .contains("null pointer"));
             assert!(decode(&bad(kind::MAP, 0, null, usize::MAX))
                 .unwrap_err()
+                .to_string()
                 .contains("overflows"));
             assert_eq!(
                 decode(&bad(kind::LIST, 0, null, 0)).unwrap(),
@@ -356,7 +359,10 @@ mod tests {
         let bytes = [0xffu8, 0xfe];
         let s = bad(kind::STR, 0, bytes.as_ptr().cast(), 2);
         // SAFETY: `s` points at 2 bytes.
-        assert!(unsafe { decode(&s) }.unwrap_err().contains("not UTF-8"));
+        assert!(unsafe { decode(&s) }
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
     }
 
     #[test]
@@ -368,7 +374,7 @@ mod tests {
         let mut arena = Arena::new();
         let encoded = arena.encode(&v);
         // SAFETY: `encoded` points into `v` and `arena`, both alive.
-        let err = unsafe { decode(&encoded) }.unwrap_err();
+        let err = unsafe { decode(&encoded) }.unwrap_err().to_string();
         assert!(err.contains("nested deeper"), "{err}");
     }
 }

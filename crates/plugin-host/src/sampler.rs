@@ -10,10 +10,10 @@ use std::vec::Vec;
 
 use super::descriptor::StageRef;
 use super::report::Report;
-use crate::plugin::abi::{AbiBuild, AbiCandidates, AbiStep, STATUS_OK};
-use crate::plugin::value::EncodedArgs;
-use crate::plugin::vocab::EncodedVocab;
-use crate::{math, Args, BuildContext, Candidates, Context, Error, Sampler};
+use sieve_core::{math, Args, BuildContext, Candidates, Context, Error, Sampler};
+use sieve_plugin::abi::{AbiBuild, AbiCandidates, AbiStep, STATUS_OK};
+use sieve_plugin::value::EncodedArgs;
+use sieve_plugin::vocab::EncodedVocab;
 
 /// A built plugin stage.
 pub(crate) struct PluginSampler {
@@ -76,16 +76,6 @@ pub(crate) fn build(
     }))
 }
 
-/// How [`Candidates::load`] reads a logit: NaN as `-inf`, `+inf` as `f32::MAX`.
-#[inline(always)]
-fn sanitize(x: f32) -> f32 {
-    if x.is_nan() {
-        f32::NEG_INFINITY
-    } else {
-        x.min(f32::MAX)
-    }
-}
-
 impl PluginSampler {
     fn broke(&self, what: String) -> Error {
         Error::Stage {
@@ -96,10 +86,6 @@ impl PluginSampler {
 }
 
 impl Sampler for PluginSampler {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if let Some(e) = self.pending.take() {
             return Err(e);
@@ -168,7 +154,7 @@ impl Sampler for PluginSampler {
         // One vectorized read in the usual case; the fix-up pass only when needed.
         if !math::none_nan_or_pos_inf(candidates.raw_logits()) {
             for x in candidates.logits_mut() {
-                *x = sanitize(*x);
+                *x = math::sanitize(*x);
             }
         }
         if abi.selected >= 0 {

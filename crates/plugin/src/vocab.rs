@@ -1,11 +1,11 @@
 //! The vocabulary across the boundary: a [`Vocab`] as an [`AbiVocab`] (concatenated token
 //! bytes with offsets, and the EOS ids) and back.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::abi::AbiVocab;
-use crate::Vocab;
+use crate::abi::AbiVocab;
+use crate::AbiError;
+use sieve_core::Vocab;
 
 /// A vocabulary laid out for `create`; [`EncodedVocab::abi`] points into it.
 #[derive(Debug, Clone)]
@@ -56,29 +56,28 @@ impl EncodedVocab {
 /// # Safety
 /// `v`'s pointers must point at as many readable elements as its counts say
 /// (`n_tokens + 1` offsets, `token_offsets[n_tokens]` bytes, `n_eos` ids), valid for the call.
-pub unsafe fn decode_vocab(v: &AbiVocab) -> Result<Vocab, String> {
+pub unsafe fn decode_vocab(v: &AbiVocab) -> Result<Vocab, AbiError> {
     if v.struct_size < core::mem::size_of::<AbiVocab>() {
-        return Err(alloc::format!(
-            "the vocabulary descriptor is {} bytes, expected at least {}",
-            v.struct_size,
-            core::mem::size_of::<AbiVocab>()
-        ));
+        return Err(AbiError::VocabTooSmall {
+            found: v.struct_size,
+            expected: core::mem::size_of::<AbiVocab>(),
+        });
     }
     if v.token_offsets.is_null() || (v.n_eos > 0 && v.eos.is_null()) {
-        return Err("the vocabulary descriptor has a null array".into());
+        return Err(AbiError::VocabNullArray);
     }
     let n_offsets = v
         .n_tokens
         .checked_add(1)
-        .ok_or_else(|| String::from("the vocabulary size overflows"))?;
+        .ok_or(AbiError::Overflow("the vocabulary size"))?;
     // SAFETY: `n_tokens + 1` offsets (caller's promise), non-null (checked).
     let offsets = unsafe { core::slice::from_raw_parts(v.token_offsets, n_offsets) };
     if offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) {
-        return Err("the vocabulary offsets are not non-decreasing from 0".into());
+        return Err(AbiError::VocabOffsets);
     }
     let total = offsets[v.n_tokens];
     if total > 0 && v.token_bytes.is_null() {
-        return Err("the vocabulary descriptor has a null array".into());
+        return Err(AbiError::VocabNullArray);
     }
     let bytes: &[u8] = if total == 0 {
         &[]
@@ -129,6 +128,7 @@ mod tests {
         // SAFETY: rejected before any pointer is read.
         assert!(unsafe { decode_vocab(&abi) }
             .unwrap_err()
+            .to_string()
             .contains("at least"));
         let offsets = [0usize, 2, 1];
         let mut abi = encoded.abi();
@@ -136,6 +136,7 @@ mod tests {
         // SAFETY: 3 offsets for 2 tokens; rejected before the bytes are read.
         assert!(unsafe { decode_vocab(&abi) }
             .unwrap_err()
+            .to_string()
             .contains("non-decreasing"));
     }
 }

@@ -1,4 +1,7 @@
-//! The host side (feature `host`): loading plugin libraries and registering their stages.
+//! # sieve-plugin-host
+//!
+//! Loading sieve sampler plugins (libraries made with `sieve_plugin::export_plugin!`) and
+//! registering their stages; used by the command line only.
 //!
 //! [`Plugin::load`] opens a library with `libloading` and **never closes it** (the library
 //! is leaked for the life of the process, so no stage, state or function pointer can outlive
@@ -8,14 +11,19 @@
 //!    *before reading anything else* ("built for sieve plugin ABI vN, this sieve speaks vM");
 //! 2. calls `sieve_plugin_entry` and reads the descriptor, checking every `struct_size`,
 //!    string, name, parameter schema and default;
-//! 3. wraps each stage as a [`StageEntry`] whose [`StageInfo::origin`] is the file path.
+//! 3. wraps each stage as a [`StageEntry`] whose [`StageInfo::origin`] is the file path and
+//!    whose [`StageInfo::plugin`] names the library (name, version, file).
 //!
 //! Every fault is a [`LoadError`] naming the file; faults while building or running a stage
 //! are [`Error`]s naming the stage and the file. Nothing aborts the host.
 
+#![warn(missing_docs)]
+
 mod descriptor;
 mod report;
 mod sampler;
+#[cfg(test)]
+mod tests;
 
 use std::format;
 use std::path::Path;
@@ -26,8 +34,8 @@ use std::vec::Vec;
 use descriptor::{describe, StageRef};
 use report::Report;
 
-use crate::plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
-use crate::{Error, Registry, StageEntry, StageInfo};
+use sieve_core::{Error, PluginOrigin, Registry, StageEntry, StageInfo};
+use sieve_plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
 
 /// Why a plugin file could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -46,13 +54,13 @@ pub enum LoadFailure {
     #[error("not a loadable library: {0}")]
     NotALibrary(String),
     /// A required symbol is missing.
-    #[error("no `{symbol}` symbol: not a sieve plugin (plugins export it with `sieve_core::export_plugin!`)")]
+    #[error("no `{symbol}` symbol: not a sieve plugin (plugins export it with `sieve_plugin::export_plugin!`)")]
     MissingSymbol {
         /// The symbol's name.
         symbol: &'static str,
     },
     /// The plugin was built for another ABI version.
-    #[error("built for sieve plugin ABI v{found}, this sieve speaks v{expected}; rebuild the plugin against this sieve-core")]
+    #[error("built for sieve plugin ABI v{found}, this sieve speaks v{expected}; rebuild the plugin against this sieve-plugin")]
     AbiMismatch {
         /// The plugin's version.
         found: u32,
@@ -109,24 +117,17 @@ impl Plugin {
                     symbol: "sieve_plugin_abi_version",
                 })
             })?;
-        // SAFETY: as above.
-        let found = unsafe { version() };
-        if found != ABI_VERSION {
-            return Err(fail(LoadFailure::AbiMismatch {
-                found,
-                expected: ABI_VERSION,
-            }));
-        }
-        // SAFETY: the symbol has the entry signature (the ABI contract, version checked).
-        let entry = unsafe { library.get::<EntryFn>(ENTRY_SYMBOL) }
-            .map(|s| *s)
-            .map_err(|_| {
-                fail(LoadFailure::MissingSymbol {
+        // SAFETY: the symbol has the entry signature (the ABI contract); it is resolved only
+        // once `open` has checked the version.
+        let entry = || {
+            unsafe { library.get::<EntryFn>(ENTRY_SYMBOL) }
+                .map(|s| *s)
+                .map_err(|_| LoadFailure::MissingSymbol {
                     symbol: "sieve_plugin_entry",
                 })
-            })?;
+        };
         // SAFETY: both functions come from a library that stays loaded.
-        unsafe { Plugin::from_symbols(&origin, version, entry) }
+        unsafe { Plugin::open(&origin, version, entry) }
     }
 
     /// A plugin from its two exported functions, for plugins linked into the host (and
@@ -143,6 +144,21 @@ impl Plugin {
         abi_version: AbiVersionFn,
         entry: EntryFn,
     ) -> Result<Plugin, LoadError> {
+        // SAFETY: the caller's promise.
+        unsafe { Plugin::open(origin, abi_version, || Ok(entry)) }
+    }
+
+    /// The one place the ABI version is checked: `abi_version` is called first and any other
+    /// version than [`ABI_VERSION`] refused before `entry` is even resolved; then the
+    /// descriptor is read and checked.
+    ///
+    /// # Safety
+    /// As [`Plugin::from_symbols`].
+    unsafe fn open(
+        origin: &str,
+        abi_version: AbiVersionFn,
+        entry: impl FnOnce() -> Result<EntryFn, LoadFailure>,
+    ) -> Result<Plugin, LoadError> {
         let fail = |reason| LoadError {
             path: origin.to_string(),
             reason,
@@ -155,6 +171,7 @@ impl Plugin {
                 expected: ABI_VERSION,
             }));
         }
+        let entry = entry().map_err(fail)?;
         let mut report = Report::default();
         let sink = report.sink();
         // SAFETY: the caller's promise; `sink` points at `report`, untouched during the call.
@@ -164,8 +181,16 @@ impl Plugin {
         }
         // SAFETY: a non-null descriptor from the entry function lives for the process
         // (the caller's promise).
-        let described = unsafe { describe(descriptor, origin) }
+        let mut described = unsafe { describe(descriptor, origin) }
             .map_err(|e| fail(LoadFailure::Descriptor(e)))?;
+        let library = PluginOrigin {
+            name: described.name.clone(),
+            version: described.version.clone(),
+            file: origin.to_string(),
+        };
+        for (info, _) in &mut described.stages {
+            info.plugin = Some(library.clone());
+        }
         Ok(Plugin {
             origin: origin.into(),
             name: described.name,

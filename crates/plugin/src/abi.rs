@@ -35,17 +35,17 @@ pub const STATUS_POISONED: i32 = 5;
 
 /// Value kind tags of [`AbiValue::kind`]. `0` is never a valid kind.
 pub mod kind {
-    /// [`crate::Value::Int`]: `int` holds it.
+    /// [`sieve_core::Value::Int`]: `int` holds it.
     pub const INT: u32 = 1;
-    /// [`crate::Value::Float`]: `float` holds it (`±inf` included).
+    /// [`sieve_core::Value::Float`]: `float` holds it (`±inf` included).
     pub const FLOAT: u32 = 2;
-    /// [`crate::Value::Bool`]: `int` is 0 or 1.
+    /// [`sieve_core::Value::Bool`]: `int` is 0 or 1.
     pub const BOOL: u32 = 3;
-    /// [`crate::Value::Str`]: `ptr`/`len` are UTF-8 bytes (not NUL-terminated).
+    /// [`sieve_core::Value::Str`]: `ptr`/`len` are UTF-8 bytes (not NUL-terminated).
     pub const STR: u32 = 4;
-    /// [`crate::Value::List`]: `ptr` points at `len` [`super::AbiValue`]s.
+    /// [`sieve_core::Value::List`]: `ptr` points at `len` [`super::AbiValue`]s.
     pub const LIST: u32 = 5;
-    /// [`crate::Value::Map`]: `ptr` points at `2 * len` [`super::AbiValue`]s, key then value,
+    /// [`sieve_core::Value::Map`]: `ptr` points at `2 * len` [`super::AbiValue`]s, key then value,
     /// in written order.
     pub const MAP: u32 = 6;
 }

@@ -1,5 +1,5 @@
-//! The plugin author's side: the [`PluginStage`] trait, and the `extern "C"` functions and
-//! descriptor that [`crate::export_plugin!`] exports for each stage.
+//! The plugin author's side: the `extern "C"` functions and the descriptor that
+//! [`crate::export_plugin!`] exports for each [`Stage`].
 //!
 //! Every exported function runs its body under [`std::panic::catch_unwind`]: a panic becomes
 //! [`STATUS_PANICKED`] with the panic message and location, reported through the host's
@@ -20,42 +20,15 @@ use std::string::{String, ToString};
 use std::sync::{Once, OnceLock};
 use std::vec::Vec;
 
-use serde::de::DeserializeOwned;
-
-use super::abi::{
+use crate::abi::{
     AbiBuild, AbiCandidates, AbiParam, AbiPlugin, AbiStage, AbiStep, AbiStr, AcceptFn, ApplyFn,
     CreateFn, DestroyFn, ErrorSink, ResetFn, ABI_VERSION, STATUS_ABI_MISMATCH, STATUS_FAILED,
     STATUS_INVALID_ARGUMENT, STATUS_OK, STATUS_PANICKED, STATUS_POISONED,
 };
-use super::schema::encode_param;
-use super::value::{decode_args, Arena};
-use super::vocab::decode_vocab;
-use crate::{BuildContext, Candidates, Context, Error, ParamSpec, Sampler, Vocab};
-
-/// A stage a plugin exports: the same [`Sampler`] a built-in implements, plus its name, doc,
-/// parameter schema and a constructor from serde-derived parameters.
-///
-/// [`crate::export_plugin!`] shows a complete plugin.
-pub trait PluginStage: Sampler + Sized + 'static {
-    /// The parameters, read from the validated arguments (every parameter of
-    /// [`PluginStage::params`] by name, defaults filled, types and ranges checked) through
-    /// the serde deserializer of [`crate::Args`].
-    type Params: DeserializeOwned;
-    /// The name used in pipelines (letters, digits, `_`).
-    const NAME: &'static str;
-    /// One line for `sieve samplers`.
-    const DOC: &'static str;
-    /// Whether the stage selects the token.
-    const SELECTOR: bool = false;
-    /// The parameter schema, in positional order; the host validates pipelines against it.
-    fn params() -> Vec<ParamSpec>;
-    /// Builds the stage.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an argument the stage cannot use (the host points the
-    /// diagnostic at it), or any other [`Error`].
-    fn create(params: Self::Params, cx: &BuildContext<'_>) -> Result<Self, Error>;
-}
+use crate::schema::encode_param;
+use crate::value::{decode_args, Arena};
+use crate::vocab::decode_vocab;
+use sieve_core::{BuildContext, Candidates, Context, Error, ParamSpec, Params, Stage, Vocab};
 
 /// One stage's entry in an [`Export`]: made by [`stage`].
 #[derive(Debug, Clone, Copy)]
@@ -72,12 +45,12 @@ pub struct StageDef {
 }
 
 /// The [`StageDef`] of stage type `S`.
-pub const fn stage<S: PluginStage>() -> StageDef {
+pub const fn stage<S: Stage>() -> StageDef {
     StageDef {
         name: S::NAME,
         doc: S::DOC,
         selector: S::SELECTOR,
-        params: S::params,
+        params: <S::Params as Params>::schema,
         create: create::<S>,
         apply: apply::<S>,
         accept: accept::<S>,
@@ -374,8 +347,8 @@ const POISONED: &str = "the stage panicked on an earlier call; reset or build it
 /// # Safety
 /// `args` must point at `n_args` arguments valid as [`decode_args`] requires, `build` at an
 /// [`AbiBuild`] (with a valid vocabulary or null), `err` be null or a valid sink.
-unsafe extern "C" fn create<S: PluginStage>(
-    args: *const super::abi::AbiArg,
+unsafe extern "C" fn create<S: Stage>(
+    args: *const crate::abi::AbiArg,
     n_args: usize,
     build: *const AbiBuild,
     err: *const ErrorSink,
@@ -383,7 +356,7 @@ unsafe extern "C" fn create<S: PluginStage>(
     guard(err, || {
         // SAFETY: the host's promise, as documented on this function.
         let args = unsafe { decode_args(S::NAME, args, n_args) }
-            .map_err(|m| Failure::new(STATUS_ABI_MISMATCH, m))?;
+            .map_err(|e| Failure::new(STATUS_ABI_MISMATCH, e.to_string()))?;
         // SAFETY: as above.
         let build = unsafe { read_sized(build, "build context")? };
         let vocab = if build.vocab.is_null() {
@@ -392,15 +365,17 @@ unsafe extern "C" fn create<S: PluginStage>(
             // SAFETY: as above.
             let abi = unsafe { read_sized(build.vocab, "vocabulary")? };
             // SAFETY: as above.
-            Some(unsafe { decode_vocab(&abi) }.map_err(|m| Failure::new(STATUS_ABI_MISMATCH, m))?)
+            Some(
+                unsafe { decode_vocab(&abi) }
+                    .map_err(|e| Failure::new(STATUS_ABI_MISMATCH, e.to_string()))?,
+            )
         };
-        let params = <S::Params as serde::Deserialize>::deserialize(&args)
-            .map_err(|e| Failure::from(e.into_error(S::NAME)))?;
+        let params = <S::Params as Params>::from_args(&args)?;
         let cx = BuildContext {
             seed: build.seed,
             vocab: vocab.as_ref(),
         };
-        let sampler = S::create(params, &cx)?;
+        let sampler = S::new(params, &cx)?;
         let state = Box::new(State {
             sampler,
             vocab,
@@ -435,7 +410,7 @@ unsafe fn state<'a, S>(state: *mut c_void) -> Result<&'a mut State<S>, Failure> 
 /// `state` as for [`state`]; `candidates` must point at an [`AbiCandidates`] whose arrays
 /// hold `len` elements as documented there; `step` at an [`AbiStep`] whose history holds
 /// `history_len` ids; `err` be null or a valid sink.
-unsafe extern "C" fn apply<S: PluginStage>(
+unsafe extern "C" fn apply<S: Stage>(
     state_ptr: *mut c_void,
     candidates: *mut AbiCandidates,
     step: *const AbiStep,
@@ -512,7 +487,7 @@ unsafe extern "C" fn apply<S: PluginStage>(
 ///
 /// # Safety
 /// As [`state`]; `err` null or a valid sink.
-unsafe extern "C" fn accept<S: PluginStage>(
+unsafe extern "C" fn accept<S: Stage>(
     state_ptr: *mut c_void,
     token: u32,
     err: *const ErrorSink,
@@ -531,7 +506,7 @@ unsafe extern "C" fn accept<S: PluginStage>(
 ///
 /// # Safety
 /// As [`state`]; `err` null or a valid sink.
-unsafe extern "C" fn reset<S: PluginStage>(state_ptr: *mut c_void, err: *const ErrorSink) -> i32 {
+unsafe extern "C" fn reset<S: Stage>(state_ptr: *mut c_void, err: *const ErrorSink) -> i32 {
     guard_status(err, || {
         if state_ptr.is_null() {
             return Err(Failure::new(STATUS_ABI_MISMATCH, "null stage state"));
@@ -549,7 +524,7 @@ unsafe extern "C" fn reset<S: PluginStage>(state_ptr: *mut c_void, err: *const E
 ///
 /// # Safety
 /// `state_ptr` must be null or come from `create::<S>`, and not be used again.
-unsafe extern "C" fn destroy<S: PluginStage>(state_ptr: *mut c_void) {
+unsafe extern "C" fn destroy<S: Stage>(state_ptr: *mut c_void) {
     if state_ptr.is_null() {
         return;
     }
