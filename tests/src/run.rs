@@ -46,9 +46,9 @@ pub fn step(pipeline: &mut Pipeline, logits: &[f32], history: &[u32]) -> Step {
     }
 }
 
-/// Generates `n` tokens the way a decoding loop does, with the same `logits` at every step:
-/// every prompt token is first passed to [`Pipeline::accept`]; then each step samples with the
-/// history so far (prompt, then generated tokens), accepts the token and appends it.
+/// Generates `n` tokens the way a decoding loop does, with the same `logits` at every step
+/// ([`sieve::draw_sequence`]: the prompt is accepted first, then each step samples, accepts
+/// and appends its token).
 ///
 /// # Errors
 /// The first step's error.
@@ -58,22 +58,5 @@ pub fn sequence(
     prompt: &[u32],
     n: usize,
 ) -> Result<Vec<u32>, Error> {
-    let mut history = prompt.to_vec();
-    for &token in prompt {
-        pipeline.accept(token);
-    }
-    let mut candidates = Candidates::new();
-    for step in 0..n {
-        candidates.load(logits);
-        let cx = Context {
-            history: &history,
-            prompt_len: prompt.len(),
-            vocab: None,
-            step,
-        };
-        let token = pipeline.sample(&mut candidates, &cx)?;
-        pipeline.accept(token);
-        history.push(token);
-    }
-    Ok(history.split_off(prompt.len()))
+    sieve::draw_sequence(pipeline, logits, prompt, n)
 }

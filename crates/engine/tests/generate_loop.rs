@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{greedy_pipeline, Argmax};
+use common::{greedy, greedy_pipeline};
 use sieve_core::{Candidates, Context, Pipeline, Sampler};
 use sieve_engine::{
     generate, Detokenize, Error, FinishReason, GenerateOptions, Generation, LanguageModel, Result,
@@ -299,7 +299,7 @@ fn stages_see_the_prompt_in_history_and_accept_it_when_asked() {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let mut pipeline = Pipeline::new(vec![
             ("recorder".to_string(), Box::new(Recorder(seen.clone()))),
-            ("argmax".to_string(), Box::new(Argmax)),
+            greedy(),
         ]);
         let mut source = Script::new(3, &[1, 2]);
         let options = GenerateOptions {

@@ -104,25 +104,42 @@ impl Chain {
     pub fn draws(&mut self, logits: &[f32], prompt: &[u32], n: usize) -> Result<Vec<u32>, Error> {
         check_input(logits, prompt)?;
         self.pipeline.reset();
-        for &token in prompt {
-            self.pipeline.accept(token);
-        }
-        let mut history = prompt.to_vec();
-        let mut candidates = Candidates::new();
-        for step in 0..n {
-            candidates.load(logits);
-            let cx = Context {
-                history: &history,
-                prompt_len: prompt.len(),
-                vocab: None,
-                step,
-            };
-            let token = self.pipeline.sample(&mut candidates, &cx)?;
-            self.pipeline.accept(token);
-            history.push(token);
-        }
-        Ok(history.split_off(prompt.len()))
+        Ok(draw_sequence(&mut self.pipeline, logits, prompt, n)?)
     }
+}
+
+/// Draws `n` tokens from `pipeline` the way a decoding loop does, with the same `logits` at
+/// every step: every `prompt` token is first passed to `accept`; then each step samples with
+/// the history so far (prompt, then the tokens drawn; [`Context::prompt_len`] marks the
+/// prompt), accepts the token and appends it. Returns the drawn tokens. The pipeline is not
+/// reset first ([`Chain::draws`] does that and checks the input).
+///
+/// # Errors
+/// The first step's error.
+pub fn draw_sequence(
+    pipeline: &mut Pipeline,
+    logits: &[f32],
+    prompt: &[u32],
+    n: usize,
+) -> Result<Vec<u32>, sieve_core::Error> {
+    for &token in prompt {
+        pipeline.accept(token);
+    }
+    let mut history = prompt.to_vec();
+    let mut candidates = Candidates::new();
+    for step in 0..n {
+        candidates.load(logits);
+        let cx = Context {
+            history: &history,
+            prompt_len: prompt.len(),
+            vocab: None,
+            step,
+        };
+        let token = pipeline.sample(&mut candidates, &cx)?;
+        pipeline.accept(token);
+        history.push(token);
+    }
+    Ok(history.split_off(prompt.len()))
 }
 
 /// Refuses NaN and `+inf` logits and history tokens beyond the vocabulary, naming the

@@ -62,7 +62,7 @@ mod chain;
 mod error;
 pub mod outcome;
 
-pub use chain::Chain;
+pub use chain::{draw_sequence, Chain};
 pub use error::Error;
 pub use outcome::Outcome;
 pub use sieve_core::{BuildContext, Registry};

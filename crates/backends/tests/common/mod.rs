@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use sieve_core::{Candidates, Context, Error as CoreError, Pipeline, Sampler};
+use sieve_core::Pipeline;
+use sieve_samplers::greedy::Greedy as GreedyStage;
 
 /// Every fixture directory name.
 pub const FIXTURES: [&str; 4] = [
@@ -82,30 +83,8 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-/// Selects the first candidate with the largest logit (the lowest id on ties), as
-/// transformers' greedy search (`argmax`) does.
-pub struct Argmax;
-
-impl Sampler for Argmax {
-    fn apply(&mut self, c: &mut Candidates, _cx: &Context<'_>) -> Result<(), CoreError> {
-        let mut best: Option<(usize, u32, f32)> = None;
-        for (pos, (id, logit)) in c.iter().enumerate() {
-            let better = match best {
-                None => true,
-                Some((_, bid, bl)) => logit > bl || (logit == bl && id < bid),
-            };
-            if better {
-                best = Some((pos, id, logit));
-            }
-        }
-        if let Some((pos, _, _)) = best {
-            c.select(pos);
-        }
-        Ok(())
-    }
-}
-
-/// A pipeline of [`Argmax`] alone.
+/// A pipeline of the built-in `greedy` stage alone: the first candidate with the largest
+/// logit (the lowest id on ties), as transformers' greedy search (`argmax`) selects.
 pub fn greedy_pipeline() -> Pipeline {
-    Pipeline::new(vec![("argmax".to_string(), Box::new(Argmax))])
+    Pipeline::new(vec![("greedy".to_string(), Box::new(GreedyStage::new()))])
 }

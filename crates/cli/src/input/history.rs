@@ -12,26 +12,18 @@ pub fn parse_history(text: &str, vocab: usize) -> Result<Vec<u32>> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    text.split(',')
-        .enumerate()
-        .map(|(i, item)| {
-            let item = item.trim();
-            let n = i + 1;
-            if item.is_empty() {
-                bail!("value {n} is empty");
-            }
-            let Ok(id) = item.parse::<u32>() else {
-                bail!(
-                    "value {n} (`{item}`) is not a token id (an integer from 0 to {})",
-                    u32::MAX
-                );
-            };
-            if id as usize >= vocab {
-                bail!("value {n} (token {id}) is outside the vocabulary of {vocab} logits");
-            }
-            Ok(id)
-        })
-        .collect()
+    super::list::items(text, |n, item| {
+        let Ok(id) = item.parse::<u32>() else {
+            bail!(
+                "value {n} (`{item}`) is not a token id (an integer from 0 to {})",
+                u32::MAX
+            );
+        };
+        if id as usize >= vocab {
+            bail!("value {n} (token {id}) is outside the vocabulary of {vocab} logits");
+        }
+        Ok(id)
+    })
 }
 
 #[cfg(test)]

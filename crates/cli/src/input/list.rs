@@ -1,14 +1,14 @@
-//! A comma list of numbers: `1.5,-2,-inf,nan`.
+//! Comma lists: the one splitter ([`items`]) behind `--logits 1.5,-2,-inf,nan` ([`parse`])
+//! and the token-id lists of `--history` and `--tokens`.
 
 use anyhow::{bail, Result};
 
-/// Parses a comma list of `f32` values. Spaces around a value are ignored; `inf`, `-inf`,
-/// `infinity` and `nan` are accepted in any case.
+/// Splits `text` at commas and reads each item, trimmed of spaces, with `read(n, item)`, where
+/// `n` is the item's 1-based position (for messages).
 ///
 /// # Errors
-/// An empty item, or one that is not a number (named by its 1-based position), or a finite
-/// number too large for `f32`.
-pub(super) fn parse(text: &str) -> Result<Vec<f32>> {
+/// An empty item (`1,,2`, a trailing comma), named by its position, or `read`'s error.
+pub(super) fn items<T>(text: &str, read: impl Fn(usize, &str) -> Result<T>) -> Result<Vec<T>> {
     text.split(',')
         .enumerate()
         .map(|(i, item)| {
@@ -17,15 +17,27 @@ pub(super) fn parse(text: &str) -> Result<Vec<f32>> {
             if item.is_empty() {
                 bail!("value {n} is empty");
             }
-            let Ok(x) = item.parse::<f32>() else {
-                bail!("value {n} (`{item}`) is not a number");
-            };
-            if x.is_infinite() && !item.to_ascii_lowercase().contains("inf") {
-                bail!("value {n} (`{item}`) is too large for a float32");
-            }
-            Ok(x)
+            read(n, item)
         })
         .collect()
+}
+
+/// Parses a comma list of `f32` values. Spaces around a value are ignored; `inf`, `-inf`,
+/// `infinity` and `nan` are accepted in any case.
+///
+/// # Errors
+/// An empty item, or one that is not a number (named by its 1-based position), or a finite
+/// number too large for `f32`.
+pub(super) fn parse(text: &str) -> Result<Vec<f32>> {
+    items(text, |n, item| {
+        let Ok(x) = item.parse::<f32>() else {
+            bail!("value {n} (`{item}`) is not a number");
+        };
+        if x.is_infinite() && !item.to_ascii_lowercase().contains("inf") {
+            bail!("value {n} (`{item}`) is too large for a float32");
+        }
+        Ok(x)
+    })
 }
 
 #[cfg(test)]

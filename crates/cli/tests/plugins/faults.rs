@@ -130,3 +130,30 @@ fn a_stage_that_panics_only_where_told_works_elsewhere() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("selected: 1"), "{}", run.stdout);
 }
+
+#[test]
+fn a_plugin_failing_in_generate_is_reported_once_with_exit_code_1() {
+    let faulty = plugin_args(&["sieve_test_faulty"]);
+    let mut args = vec![
+        "generate",
+        "--prompt",
+        "Hi",
+        "-n",
+        "2",
+        "--seed",
+        "1",
+        "-s",
+        "panics(at=\"apply\") | greedy",
+    ];
+    args.extend(faulty.iter().map(String::as_str));
+    let run = sieve(&args);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let said = "panics was told to panic in apply";
+    assert_eq!(run.stderr.matches(said).count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: sampling: stage `panics`: plugin "),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,32 +1,16 @@
-//! Shared helpers of the engine's tests: a greedy stage.
+//! Shared helpers of the engine's tests: a greedy pipeline.
 #![allow(dead_code)]
 
-use sieve_core::{Candidates, Context, Error as CoreError, Pipeline, Sampler};
+use sieve_core::{Pipeline, Sampler};
+use sieve_samplers::greedy::Greedy;
 
-/// Selects the first candidate with the largest logit (the lowest id on ties), as
-/// transformers' greedy search (`argmax`) does.
-pub struct Argmax;
-
-impl Sampler for Argmax {
-    fn apply(&mut self, c: &mut Candidates, _cx: &Context<'_>) -> Result<(), CoreError> {
-        let mut best: Option<(usize, u32, f32)> = None;
-        for (pos, (id, logit)) in c.iter().enumerate() {
-            let better = match best {
-                None => true,
-                Some((_, bid, bl)) => logit > bl || (logit == bl && id < bid),
-            };
-            if better {
-                best = Some((pos, id, logit));
-            }
-        }
-        if let Some((pos, _, _)) = best {
-            c.select(pos);
-        }
-        Ok(())
-    }
+/// A pipeline of the built-in `greedy` stage alone: the first candidate with the largest
+/// logit (the lowest id on ties), as transformers' greedy search (`argmax`) selects.
+pub fn greedy_pipeline() -> Pipeline {
+    Pipeline::new(vec![greedy()])
 }
 
-/// A pipeline of [`Argmax`] alone.
-pub fn greedy_pipeline() -> Pipeline {
-    Pipeline::new(vec![("argmax".to_string(), Box::new(Argmax))])
+/// The built-in `greedy` stage, named as a pipeline names it.
+pub fn greedy() -> (String, Box<dyn Sampler>) {
+    ("greedy".to_string(), Box::new(Greedy::new()))
 }
