@@ -1,6 +1,6 @@
 //! The template as a plugin author uses it: copied out of the workspace into a crate of its
 //! own (a `[workspace]` table, a `path` dependency on `crates/plugin`, the CPU flags of
-//! `.cargo/config.toml`), built with `cargo build --offline`, and run with `sieve apply`.
+//! `.cargo/config.toml`), built with `cargo build --offline`, and run with `sieve apply` and `sieve generate`.
 //!
 //! The build goes to `target/standalone-template` beside the workspace's own builds, so it is
 //! reused between test runs.
@@ -92,6 +92,27 @@ fn the_template_builds_outside_the_workspace_and_runs() {
     assert_eq!(
         run("mine(2.5, 0) | greedy", Some(lib)),
         run("logit_bias({0: 2.5}) | greedy", None)
+    );
+    // And in `sieve generate` on the embedded model: the same tokens as the built-in bias.
+    let tokens = |pipeline: &str, plugin: Option<&str>| {
+        let mut args = vec![
+            "generate", "--prompt", "Once", "-n", "8", "--json", "-s", pipeline,
+        ];
+        args.extend(["--seed", "1"]);
+        if let Some(p) = plugin {
+            args.extend(["--plugin", p]);
+        }
+        let report: serde_json::Value = serde_json::from_str(&ok(&args)).expect("JSON");
+        report["tokens"].clone()
+    };
+    let with_plugin = tokens("mine(4.0, 5) | temp(0.9) | dist", Some(lib));
+    assert_eq!(
+        with_plugin,
+        tokens("logit_bias({5: 4.0}) | temp(0.9) | dist", None)
+    );
+    assert!(
+        with_plugin.as_array().is_some_and(|t| !t.is_empty()),
+        "{with_plugin}"
     );
     // The library's name and version, from its export line, are listed with the stage.
     let listing = ok(&["samplers", "--plugin", lib]);
