@@ -1,7 +1,6 @@
 //! Reading a plugin's descriptor into owned, checked descriptions of its stages.
 
 use std::collections::BTreeSet;
-use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
@@ -9,6 +8,88 @@ use sieve_core::{ParamSpec, StageInfo};
 use sieve_plugin::abi::{AbiParam, AbiPlugin, AbiStage, ABI_VERSION};
 use sieve_plugin::schema::{decode_param, is_identifier};
 use sieve_plugin::value::decode_str;
+use sieve_plugin::AbiError;
+
+/// What is wrong with a plugin's descriptor.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DescriptorError {
+    /// The descriptor is smaller than this host's `AbiPlugin`.
+    #[error("the descriptor is {size} bytes, expected at least {expected}")]
+    TooSmall {
+        /// Its `struct_size`.
+        size: usize,
+        /// `size_of::<AbiPlugin>()`.
+        expected: usize,
+    },
+    /// The descriptor's version field disagrees with the version symbol.
+    #[error("the descriptor says ABI v{found}, the version symbol said v{ABI_VERSION}")]
+    VersionMismatch {
+        /// The descriptor's `abi_version`.
+        found: u32,
+    },
+    /// An array pointer is null although its length is not zero.
+    #[error("null {what} array")]
+    NullArray {
+        /// `stage` or `parameter`.
+        what: &'static str,
+    },
+    /// An array's stride (its first element's `struct_size`) is too small or misaligned.
+    #[error("{what} entries are {stride} bytes, expected at least {size} (a multiple of {align})")]
+    BadStride {
+        /// `stage` or `parameter`.
+        what: &'static str,
+        /// The first element's `struct_size`.
+        stride: usize,
+        /// This host's struct size.
+        size: usize,
+        /// Its alignment.
+        align: usize,
+    },
+    /// An element's `struct_size` differs from the first element's.
+    #[error("{what} entry {index} is {own} bytes, the first is {stride}")]
+    UnevenStride {
+        /// `stage` or `parameter`.
+        what: &'static str,
+        /// The element's position.
+        index: usize,
+        /// Its `struct_size`.
+        own: usize,
+        /// The first element's.
+        stride: usize,
+    },
+    /// A string or parameter that cannot be decoded.
+    #[error(transparent)]
+    Decode(#[from] AbiError),
+    /// A stage name that is not an identifier.
+    #[error(
+        "stage name {0:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
+    )]
+    NotAnIdentifier(String),
+    /// Two stages with one name.
+    #[error("stage `{0}` is defined twice")]
+    DuplicateStage(String),
+    /// Two parameters of one stage with one name.
+    #[error("parameter `{0}` is defined twice")]
+    DuplicateParam(String),
+    /// What is wrong inside one stage's description.
+    #[error("stage `{stage}`: {error}")]
+    InStage {
+        /// The stage's name.
+        stage: String,
+        /// What is wrong.
+        error: Box<DescriptorError>,
+    },
+}
+
+impl DescriptorError {
+    /// This error, placed in stage `stage`.
+    fn in_stage(self, stage: &str) -> Self {
+        DescriptorError::InStage {
+            stage: stage.to_string(),
+            error: Box::new(self),
+        }
+    }
+}
 
 /// A stage of a loaded library: its descriptor, which lives as long as the process (the
 /// library is never unloaded).
@@ -34,28 +115,38 @@ pub(crate) struct Described {
 ///
 /// # Safety
 /// `base` must point at `n` structs laid out with that stride, valid for `'static`.
-unsafe fn element<T>(base: *const T, n: usize, i: usize, what: &str) -> Result<&'static T, String> {
+unsafe fn element<T>(
+    base: *const T,
+    n: usize,
+    i: usize,
+    what: &'static str,
+) -> Result<&'static T, DescriptorError> {
     if base.is_null() {
-        return Err(format!("null {what} array"));
+        return Err(DescriptorError::NullArray { what });
     }
     debug_assert!(i < n);
     // SAFETY: `n > i >= 0` elements, so the first exists (caller's promise).
     let stride = unsafe { base.cast::<usize>().read() };
     let size = core::mem::size_of::<T>();
     if stride < size || stride % core::mem::align_of::<T>() != 0 {
-        return Err(format!(
-            "{what} entries are {stride} bytes, expected at least {size} (a multiple of {})",
-            core::mem::align_of::<T>()
-        ));
+        return Err(DescriptorError::BadStride {
+            what,
+            stride,
+            size,
+            align: core::mem::align_of::<T>(),
+        });
     }
     // SAFETY: element `i` starts `i * stride` bytes in, inside the array (caller's promise).
     let ptr = unsafe { base.cast::<u8>().add(i * stride).cast::<T>() };
     // SAFETY: every element has the same size as the first (caller's promise).
     let own = unsafe { ptr.cast::<usize>().read() };
     if own != stride {
-        return Err(format!(
-            "{what} entry {i} is {own} bytes, the first is {stride}"
-        ));
+        return Err(DescriptorError::UnevenStride {
+            what,
+            index: i,
+            own,
+            stride,
+        });
     }
     // SAFETY: checked size and alignment; valid for `'static` (caller's promise).
     Ok(unsafe { &*ptr })
@@ -66,28 +157,30 @@ unsafe fn element<T>(base: *const T, n: usize, i: usize, what: &str) -> Result<&
 /// # Safety
 /// `ptr` must be a descriptor returned by a plugin's entry function, valid (with everything
 /// it points at) and unchanged for the rest of the process.
-pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Described, String> {
+pub(crate) unsafe fn describe(
+    ptr: *const AbiPlugin,
+    origin: &str,
+) -> Result<Described, DescriptorError> {
     // SAFETY: non-null descriptors start with their size (caller's promise).
     let size = unsafe { ptr.cast::<usize>().read() };
     if size < core::mem::size_of::<AbiPlugin>() {
-        return Err(format!(
-            "the descriptor is {size} bytes, expected at least {}",
-            core::mem::size_of::<AbiPlugin>()
-        ));
+        return Err(DescriptorError::TooSmall {
+            size,
+            expected: core::mem::size_of::<AbiPlugin>(),
+        });
     }
     // SAFETY: size checked; valid for `'static` (caller's promise).
     let plugin: &'static AbiPlugin = unsafe { &*ptr };
     if plugin.abi_version != ABI_VERSION {
-        return Err(format!(
-            "the descriptor says ABI v{}, the version symbol said v{ABI_VERSION}",
-            plugin.abi_version
-        ));
+        return Err(DescriptorError::VersionMismatch {
+            found: plugin.abi_version,
+        });
     }
     // SAFETY: strings of a valid descriptor (caller's promise).
     let (name, version) = unsafe {
         (
-            decode_str(&plugin.name, "the plugin name").map_err(|e| e.to_string())?,
-            decode_str(&plugin.version, "the plugin version").map_err(|e| e.to_string())?,
+            decode_str(&plugin.name, "the plugin name")?,
+            decode_str(&plugin.version, "the plugin version")?,
         )
     };
     let mut stages = Vec::with_capacity(plugin.n_stages);
@@ -98,7 +191,7 @@ pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Des
         // SAFETY: as above.
         let info = unsafe { stage_info(stage, origin) }?;
         if !names.insert(info.name.clone()) {
-            return Err(format!("stage `{}` is defined twice", info.name));
+            return Err(DescriptorError::DuplicateStage(info.name));
         }
         stages.push((info, StageRef(stage)));
     }
@@ -113,29 +206,24 @@ pub(crate) unsafe fn describe(ptr: *const AbiPlugin, origin: &str) -> Result<Des
 ///
 /// # Safety
 /// As [`describe`].
-unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo, String> {
+unsafe fn stage_info(stage: &'static AbiStage, origin: &str) -> Result<StageInfo, DescriptorError> {
     // SAFETY: the caller's promise.
-    let name = unsafe { decode_str(&stage.name, "a stage name") }.map_err(|e| e.to_string())?;
+    let name = unsafe { decode_str(&stage.name, "a stage name") }?;
     if !is_identifier(&name) {
-        return Err(format!(
-            "stage name {name:?} is not an identifier (letters, digits, `_`; not starting with a digit)"
-        ));
+        return Err(DescriptorError::NotAnIdentifier(name));
     }
+    let at = |e: DescriptorError| e.in_stage(&name);
     // SAFETY: the caller's promise.
-    let doc = unsafe { decode_str(&stage.doc, "a stage doc") }
-        .map_err(|e| format!("stage `{name}`: {e}"))?;
+    let doc = unsafe { decode_str(&stage.doc, "a stage doc") }.map_err(|e| at(e.into()))?;
     let mut params: Vec<ParamSpec> = Vec::with_capacity(stage.n_params);
     for i in 0..stage.n_params {
         // SAFETY: `n_params` parameters (caller's promise).
-        let p: &AbiParam = unsafe { element(stage.params, stage.n_params, i, "parameter") }
-            .map_err(|e| format!("stage `{name}`: {e}"))?;
+        let p: &AbiParam =
+            unsafe { element(stage.params, stage.n_params, i, "parameter") }.map_err(at)?;
         // SAFETY: the caller's promise.
-        let spec = unsafe { decode_param(p) }.map_err(|e| format!("stage `{name}`: {e}"))?;
+        let spec = unsafe { decode_param(p) }.map_err(|e| at(e.into()))?;
         if params.iter().any(|q| q.name == spec.name) {
-            return Err(format!(
-                "stage `{name}`: parameter `{}` is defined twice",
-                spec.name
-            ));
+            return Err(at(DescriptorError::DuplicateParam(spec.name)));
         }
         params.push(spec);
     }

@@ -31,6 +31,7 @@ use std::string::{String, ToString};
 use std::sync::Arc;
 use std::vec::Vec;
 
+pub use descriptor::DescriptorError;
 use descriptor::{describe, StageRef};
 use report::Report;
 
@@ -72,7 +73,7 @@ pub enum LoadFailure {
     Entry(String),
     /// The descriptor is malformed.
     #[error("bad descriptor: {0}")]
-    Descriptor(String),
+    Descriptor(Box<DescriptorError>),
 }
 
 /// A loaded plugin: its name, version, file, and stages.
@@ -182,7 +183,7 @@ impl Plugin {
         // SAFETY: a non-null descriptor from the entry function lives for the process
         // (the caller's promise).
         let mut described = unsafe { describe(descriptor, origin) }
-            .map_err(|e| fail(LoadFailure::Descriptor(e)))?;
+            .map_err(|e| fail(LoadFailure::Descriptor(Box::new(e))))?;
         let library = PluginOrigin {
             name: described.name.clone(),
             version: described.version.clone(),
