@@ -10,7 +10,7 @@
 //! - A stage defined both by a `--plugin` file and by a library found on `SIEVE_PLUGIN_PATH`
 //!   is taken from the `--plugin` file, with a note on stderr (so a development build shadows
 //!   an installed copy); two `--plugin` files, or two path libraries, defining one stage are
-//!   an error ([`crate::pipeline::use_plugins`]).
+//!   an error ([`crate::pipeline::registry`]).
 //!
 //! Only files the user names this way are ever loaded.
 

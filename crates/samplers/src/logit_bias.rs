@@ -9,7 +9,7 @@
 //!
 //! # Keys and values
 //! - A key is a token id (a non-negative integer) or a token's text (a string), resolved when the
-//!   stage is built with [`Vocab::find`]: the exact bytes of one token. String keys need a
+//!   stage is built with [`Vocab::find`](sieve_core::Vocab::find): the exact bytes of one token. String keys need a
 //!   vocabulary (a loaded tokenizer); a string that is not exactly one token is an error (bias its
 //!   tokens by id instead).
 //! - A value is a number; `-inf` bans the token, `+inf` and NaN are errors, and so are finite

@@ -31,7 +31,7 @@
 //! - `ŝ = 0` (a flat top) makes the exponent infinite: `k` is then 0, 1 or ∞ as the base is
 //!   below, at or above 1. `k` is clamped to `[1, n]`; a NaN `k` (not reachable from valid
 //!   input) keeps every candidate.
-//! - The draw is [`crate::select::draw`] (one uniform per step, also for a single candidate), so
+//! - The draw is `select::draw` (one uniform per step, also for a single candidate), so
 //!   the token depends on the current candidate order; ties at the cut keep the lower id.
 //! - If every candidate is masked the stage selects nothing and leaves μ and the random stream
 //!   alone (the pipeline reports the error).

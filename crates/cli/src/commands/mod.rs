@@ -7,7 +7,7 @@
 //! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`] |
 //! | `sieve generate [--model DIR] --prompt TEXT …` | [`generate`] |
 //! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
-//! | `sieve bench sampler …`, `sieve bench model …` | [`bench`] |
+//! | `sieve bench sampler …`, `sieve bench model …` | [`bench`](mod@bench) |
 //!
 //! Commands that build a pipeline receive the run's one [`sieve_core::Registry`] (built by
 //! [`crate::pipeline::registry`]); none keeps state between runs.
