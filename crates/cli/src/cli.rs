@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, bench, check, generate, logits, samplers};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers};
 
 /// Shown after `sieve --help`.
 const EXAMPLES: &str = "\
@@ -43,6 +43,9 @@ pub enum Command {
     /// Generate text with a model and a sampler pipeline, streaming it as it arrives
     #[command(after_help = generate::EXAMPLES)]
     Generate(generate::GenerateArgs),
+    /// Compare what pipelines do to the text: diversity, quality under the model, length
+    #[command(after_help = compare::EXAMPLES)]
+    Compare(compare::CompareArgs),
     /// Print the logits a model gives for a prompt or token ids
     Logits(logits::LogitsArgs),
     /// Time things
@@ -59,6 +62,7 @@ impl Command {
             Command::Apply(a) => &a.plugins.files,
             Command::Bench(bench::BenchCommand::Sampler(a)) => &a.plugins.files,
             Command::Generate(a) => &a.plugins.files,
+            Command::Compare(a) => &a.plugins.files,
             Command::Logits(_) | Command::Bench(bench::BenchCommand::Model(_)) => &[],
         }
     }

@@ -38,7 +38,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::commands::bench::BenchCommand;
-use crate::commands::{apply, bench, check, generate, logits, samplers};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers};
 use crate::error::Failure;
 
 /// Runs `sieve` with the process's arguments, writing to stdout and stderr, and returns the
@@ -85,6 +85,10 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Generate(args) => {
             let registry = pipeline::registry(&args.plugins.files)?;
             return generate::run(args, &registry, out);
+        }
+        Command::Compare(args) => {
+            let registry = pipeline::registry(&args.plugins.files)?;
+            return compare::run(args, &registry, out);
         }
         Command::Logits(args) => return logits::run(args, out),
     };

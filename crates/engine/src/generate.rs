@@ -8,6 +8,7 @@ use sieve_core::{Candidates, Context, Pipeline, Vocab};
 use crate::detok::IncrementalDecoder;
 use crate::model::{Detokenize, LanguageModel};
 use crate::stats::{FinishReason, GenerationStats};
+use crate::step_stats::{raw_logprob_and_entropy, StepStats};
 use crate::stop::StopStrings;
 use crate::{Error, Result};
 
@@ -30,6 +31,9 @@ pub struct GenerateOptions<'a> {
     /// as llama.cpp does, so that stateful stages (penalties with their own window, DRY)
     /// count the prompt. Stages also see the prompt in [`Context::history`] either way.
     pub accept_prompt: bool,
+    /// Whether to record [`StepStats`] for every generated token in
+    /// [`Generation::steps`] (two extra passes over each step's logits).
+    pub step_stats: bool,
 }
 
 impl Default for GenerateOptions<'_> {
@@ -40,6 +44,7 @@ impl Default for GenerateOptions<'_> {
             eos: Vec::new(),
             vocab: None,
             accept_prompt: true,
+            step_stats: false,
         }
     }
 }
@@ -55,6 +60,8 @@ pub struct Generation {
     pub finish: FinishReason,
     /// Timings.
     pub stats: GenerationStats,
+    /// One entry per generated token when [`GenerateOptions::step_stats`] is set, else empty.
+    pub steps: Vec<StepStats>,
 }
 
 /// Text decoded but not yet emitted, and what was emitted.
@@ -161,6 +168,7 @@ pub fn generate(
             tokens: Vec::new(),
             finish: FinishReason::Length,
             stats,
+            steps: Vec::new(),
         });
     }
     let mut decoder = IncrementalDecoder::new(detokenizer, prompt)?;
@@ -171,6 +179,7 @@ pub fn generate(
     stats.prefill_time = t.elapsed();
 
     let mut candidates = Candidates::new();
+    let mut steps = Vec::new();
     let mut first_at: Option<Instant> = None;
     let mut sampling = Duration::ZERO;
     let mut forward = Duration::ZERO;
@@ -181,6 +190,7 @@ pub fn generate(
                 found: logits.len(),
             });
         }
+        let raw = options.step_stats.then(|| logits.clone());
         let t = Instant::now();
         candidates.load_owned(std::mem::take(&mut logits));
         let cx = Context {
@@ -192,6 +202,19 @@ pub fn generate(
         let token = pipeline.sample(&mut candidates, &cx)?;
         pipeline.accept(token);
         sampling += t.elapsed();
+        if let Some(raw) = raw {
+            let (logprob, entropy) = raw_logprob_and_entropy(&raw, token);
+            let survivors = candidates
+                .raw_logits()
+                .iter()
+                .filter(|&&x| x > f32::NEG_INFINITY)
+                .count();
+            steps.push(StepStats {
+                logprob,
+                entropy,
+                survivors,
+            });
+        }
         history.push(token);
         let now = Instant::now();
         let first = *first_at.get_or_insert_with(|| {
@@ -238,5 +261,6 @@ pub fn generate(
         tokens: history[prompt.len()..].to_vec(),
         finish,
         stats,
+        steps,
     })
 }

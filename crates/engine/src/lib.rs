@@ -34,6 +34,7 @@ mod error;
 pub mod generate;
 pub mod model;
 pub mod stats;
+pub mod step_stats;
 pub mod stop;
 
 pub use bench::{time_model, ModelTimings};
@@ -42,4 +43,5 @@ pub use error::{BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
+pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};

@@ -505,3 +505,30 @@ fn model_and_detokenizer_errors_come_back_with_their_own_message() {
     assert!(matches!(e, Error::Detokenize(_)), "{e:?}");
     assert_eq!(e.to_string(), "no text for id 2");
 }
+
+#[test]
+fn step_stats_measure_the_raw_distribution_and_what_the_pipeline_kept() {
+    // Each step's logits: 10 for the scripted token, 0 for the two others, so under the raw
+    // model p(scripted) = e^10 / (e^10 + 2) and H = ln Z − Σ p l with ln Z = ln(e^10 + 2).
+    let table = Bytes::new(&[b"<s>", b"a", b"b"]);
+    let options = GenerateOptions {
+        step_stats: true,
+        ..opts(2, &[], &[])
+    };
+    let (out, _) = run(&table, &[1, 2], options);
+    let out = out.unwrap();
+    assert_eq!(out.tokens, [1, 2]);
+    let z = 10f64.exp() + 2.0;
+    let p = 10f64.exp() / z;
+    let entropy = z.ln() - p * 10.0;
+    assert_eq!(out.steps.len(), 2);
+    for step in &out.steps {
+        assert!((step.logprob - p.ln()).abs() < 1e-9, "{step:?}");
+        assert!((step.entropy - entropy).abs() < 1e-9, "{step:?}");
+        // greedy selects without truncating: all three candidates stay.
+        assert_eq!(step.survivors, 3);
+    }
+    // Off by default: nothing recorded.
+    let (out, _) = run(&table, &[1, 2], opts(2, &[], &[]));
+    assert!(out.unwrap().steps.is_empty());
+}

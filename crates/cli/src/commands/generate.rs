@@ -147,6 +147,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         eos: files.dir.eos_ids(),
         vocab: Some(&files.vocab),
         accept_prompt: true,
+        step_stats: false,
     };
     let mut write_error = None;
     let mut on_text = |piece: &str| {

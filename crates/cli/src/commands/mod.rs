@@ -6,6 +6,7 @@
 //! | `sieve samplers [--json]` | [`samplers`] |
 //! | `sieve apply --sampler P (--logits L \| --probs L) …` | [`apply`] |
 //! | `sieve generate [--model DIR] --prompt TEXT …` | [`generate`] |
+//! | `sieve compare --sampler A --sampler B … --prompt TEXT …` | [`compare`] |
 //! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
 //! | `sieve bench sampler …`, `sieve bench model …` | [`bench`](mod@bench) |
 //!
@@ -15,6 +16,7 @@
 pub mod apply;
 pub mod bench;
 pub mod check;
+pub mod compare;
 pub mod generate;
 pub mod logits;
 pub mod samplers;
