@@ -17,12 +17,16 @@ use sieve_core::Vocab;
 use crate::backend::{BackendKind, LoadedModel};
 use crate::families::{family_of, Family};
 use crate::hf::{
-    Checkpoint, ConfigJson, GenerationConfig, OneOrMany, CONFIG_FILE, GENERATION_CONFIG_FILE,
-    TOKENIZER_FILE,
+    check_sizes, Checkpoint, ConfigJson, GenerationConfig, OneOrMany, CONFIG_FILE,
+    GENERATION_CONFIG_FILE, TOKENIZER_FILE,
 };
 use crate::model::TransformerConfig;
 use crate::tokenizer::Tokenizer;
 use crate::Result;
+
+/// The number of vocabulary rows without a token that always count as padding (see
+/// [`ModelDir::tokenizer`]).
+pub const MAX_PADDING: usize = 128;
 
 /// A Hugging Face model directory whose configuration has been read and validated; the
 /// tokenizer and the weights are read when asked for.
@@ -37,17 +41,32 @@ pub struct ModelDir {
 }
 
 impl ModelDir {
-    /// Reads `config.json` (required) and `generation_config.json` (optional) of `path`, and
-    /// maps the config through its family. Reads no other file.
+    /// Reads `config.json` (required) and `generation_config.json` (optional) of `path`,
+    /// checks `config.json`'s sizes against the checkpoint's tensor headers (the weights are
+    /// mapped, not read; a directory without weights is checked against fixed limits), and
+    /// maps the config through its family. Nothing proportional to a size of `config.json` is
+    /// allocated before it is checked.
     ///
     /// # Errors
     /// [`crate::Error::MissingFile`] when `config.json` is absent, [`crate::Error::Json`]
-    /// naming a malformed file and field, [`crate::Error::UnknownArchitecture`], and the
-    /// family's [`crate::Error::InvalidConfig`].
+    /// naming a malformed file and field, [`crate::Error::UnknownArchitecture`], the errors
+    /// of [`Checkpoint::open`] for a checkpoint that is present but bad, and
+    /// [`crate::Error::InvalidConfig`] (a size the tensors contradict, or the family's).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let config = ConfigJson::from_file(&path.join(CONFIG_FILE))?;
         let family = family_of(&config)?;
+        let checkpoint = match Checkpoint::open(&path) {
+            Ok(c) => Some(c),
+            Err(crate::Error::MissingFile { path: missing })
+                if missing == path.join(crate::hf::SINGLE_FILE) =>
+            {
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        check_sizes(&config, checkpoint.as_ref())?;
+        drop(checkpoint);
         let transformer = family.transformer_config(&config)?;
         let bos_token_id = config.get("bos_token_id")?;
         let eos_token_ids = config
@@ -110,12 +129,36 @@ impl ModelDir {
         }
     }
 
-    /// Loads `tokenizer.json` (and no other file).
+    /// Loads `tokenizer.json` (and no other file), and checks that it can decode the ids the
+    /// model emits.
+    ///
+    /// Checkpoints commonly pad their vocabulary past the tokenizer's (Qwen2 pads 151 665
+    /// tokens to 151 936 rows, Phi-3 32 011 to 32 064) so that the matrices have friendly
+    /// sizes; those rows are never trained to win and decode to nothing. The rule: the ids the
+    /// tokenizer lacks are padding when there are at most [`MAX_PADDING`] of them or at most
+    /// a sixteenth of `vocab_size`, whichever is more; more than that is a tokenizer of
+    /// another model, refused.
     ///
     /// # Errors
-    /// As [`Tokenizer::from_file`].
+    /// As [`Tokenizer::from_file`]; [`crate::Error::TokenizerTooSmall`].
     pub fn tokenizer(&self) -> Result<Tokenizer> {
-        Tokenizer::from_file(&self.path.join(TOKENIZER_FILE))
+        let path = self.path.join(TOKENIZER_FILE);
+        let tokenizer = Tokenizer::from_file(&path)?;
+        let vocab_size = self.vocab_size();
+        let known = tokenizer.vocab_size();
+        let padding = MAX_PADDING.max(vocab_size / 16);
+        if known < vocab_size && vocab_size - known > padding {
+            return Err(crate::Error::TokenizerTooSmall {
+                path,
+                tokenizer: known,
+                vocab_size,
+                detail: format!(
+                    "; {} ids without a token are more than the {padding} that would be padding",
+                    vocab_size - known
+                ),
+            });
+        }
+        Ok(tokenizer)
     }
 
     /// The vocabulary the sampler stages see: every token's bytes for the model's vocabulary
@@ -124,7 +167,7 @@ impl ModelDir {
         tokenizer.vocab(self.vocab_size(), self.eos_ids())
     }
 
-    /// Opens the checkpoint (every safetensors file is read into memory).
+    /// Opens the checkpoint (every safetensors file is memory-mapped and its header checked).
     ///
     /// # Errors
     /// As [`Checkpoint::open`].

@@ -16,6 +16,21 @@ pub enum Error {
         /// The path looked for.
         path: PathBuf,
     },
+    /// A path of the model directory is not a regular file (a directory, FIFO, socket or
+    /// device, also behind a symlink): it is refused before it is opened.
+    #[error("{}: not a regular file", path.display())]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// An index file lists a file outside the model directory (an absolute path or `..`).
+    #[error("{}: `{entry}` is outside the model directory", path.display())]
+    OutsideModelDir {
+        /// The index file.
+        path: PathBuf,
+        /// The file name it lists.
+        entry: String,
+    },
     /// A file exists but could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {
@@ -60,6 +75,17 @@ pub enum Error {
         /// What the parser found wrong.
         message: String,
     },
+    /// One tensor's entry in a safetensors header is inconsistent (unknown dtype, offsets
+    /// out of the file, a byte length that does not match the dtype and shape).
+    #[error("{}: tensor `{name}`: {message}", path.display())]
+    BadTensor {
+        /// The file.
+        path: PathBuf,
+        /// The tensor name.
+        name: String,
+        /// What is wrong, with the numbers.
+        message: String,
+    },
     /// A weight the architecture needs is not in the checkpoint.
     #[error("{}: missing tensor `{name}`", path.display())]
     MissingTensor {
@@ -97,6 +123,19 @@ pub enum Error {
         path: PathBuf,
         /// The tokenizers crate's message.
         message: String,
+    },
+    /// `tokenizer.json` cannot decode every id the model may emit: it has fewer tokens than
+    /// `config.json`'s `vocab_size`, and the rows it lacks are not padding.
+    #[error("{}: the tokenizer has {tokenizer} tokens but the model emits ids up to {} (`vocab_size` {vocab_size} in config.json){detail}", path.display(), vocab_size - 1)]
+    TokenizerTooSmall {
+        /// The tokenizer file.
+        path: PathBuf,
+        /// Tokens the tokenizer knows (its largest id plus one).
+        tokenizer: usize,
+        /// The model's vocabulary size.
+        vocab_size: usize,
+        /// Why the missing rows are not padding.
+        detail: String,
     },
     /// A backend name that is not `ndarray`, `flex` or `cuda`.
     #[error("unknown backend `{name}`; expected one of: ndarray, flex, cuda")]
@@ -137,6 +176,31 @@ pub enum Error {
         /// The context length (`max_position_embeddings`).
         context: usize,
     },
+}
+
+impl Error {
+    /// Whether the error is a bad file of the model directory (missing, not a regular file,
+    /// malformed, inconsistent with the configuration): the user's input is at fault, not the
+    /// machine. The command line exits with code 2 for these, 1 for the others (an I/O error,
+    /// a backend failure, a bad token fed to a loaded model).
+    pub fn is_bad_model_file(&self) -> bool {
+        matches!(
+            self,
+            Error::MissingFile { .. }
+                | Error::NotRegularFile { .. }
+                | Error::OutsideModelDir { .. }
+                | Error::Json { .. }
+                | Error::UnknownArchitecture { .. }
+                | Error::InvalidConfig { .. }
+                | Error::Safetensors { .. }
+                | Error::BadTensor { .. }
+                | Error::MissingTensor { .. }
+                | Error::TensorShape { .. }
+                | Error::TensorDtype { .. }
+                | Error::Tokenizer { .. }
+                | Error::TokenizerTooSmall { .. }
+        )
+    }
 }
 
 /// Result type of this crate.

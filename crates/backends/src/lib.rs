@@ -43,7 +43,7 @@ pub mod model;
 pub mod tokenizer;
 
 pub use backend::{BackendKind, LoadedModel};
-pub use dir::ModelDir;
+pub use dir::{ModelDir, MAX_PADDING};
 pub use error::{Error, Result};
 pub use families::{Family, FAMILIES};
 pub use hf::{Checkpoint, ConfigJson, GenerationConfig};

@@ -49,23 +49,10 @@ impl Tokenizer {
     /// Loads a `tokenizer.json`.
     ///
     /// # Errors
-    /// [`Error::MissingFile`], [`Error::Io`], or [`Error::Tokenizer`] when the tokenizers crate
-    /// rejects the file.
+    /// [`Error::MissingFile`], [`Error::NotRegularFile`], [`Error::Io`], or
+    /// [`Error::Tokenizer`] when the tokenizers crate rejects the file.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::MissingFile {
-                    path: path.to_path_buf(),
-                })
-            }
-            Err(source) => {
-                return Err(Error::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })
-            }
-        };
+        let bytes = crate::hf::read_regular(path)?;
         Self::from_bytes(path, &bytes)
     }
 

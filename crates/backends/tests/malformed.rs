@@ -146,8 +146,21 @@ fn truncated_or_corrupt_safetensors_are_errors() {
     let (_t, dir) = copy_fixture("llama-f32-linear");
     let file = dir.join("model.safetensors");
     let bytes = fs::read(&file).unwrap();
+    // Truncated data: the tensor whose offsets leave the file is named.
+    fs::write(&file, &bytes[..bytes.len() - 100]).unwrap();
+    match load(&dir).unwrap_err() {
+        Error::BadTensor {
+            path,
+            name,
+            message,
+        } => {
+            assert!(ends_with(&path, "model.safetensors"));
+            assert_eq!(name, "model.norm.weight");
+            assert!(message.contains("outside"), "{message}");
+        }
+        e => panic!("truncated data: {e:?}"),
+    }
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("truncated data", bytes[..bytes.len() - 100].to_vec()),
         ("truncated header", bytes[..20].to_vec()),
         ("empty", Vec::new()),
         ("huge header length", {

@@ -16,6 +16,11 @@ pub enum Failure {
     Runtime(anyhow::Error),
     /// Writing the output failed (a closed pipe ends the command quietly).
     Output(io::Error),
+    /// Writing to stderr (a note, `--stats`) failed: exit code 1, a closed pipe included
+    /// (what was meant for the user was lost).
+    Stderr(io::Error),
+    /// Ctrl-C stopped the command after it reported what it had done: exit code 130.
+    Interrupted,
 }
 
 impl Failure {
@@ -25,7 +30,8 @@ impl Failure {
             Failure::Usage(_) | Failure::Pipeline(_) => 2,
             Failure::Runtime(_) => 1,
             Failure::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
-            Failure::Output(_) => 1,
+            Failure::Output(_) | Failure::Stderr(_) => 1,
+            Failure::Interrupted => 130,
         }
     }
 
@@ -37,6 +43,8 @@ impl Failure {
             Failure::Pipeline(rendered) => rendered.clone(),
             Failure::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => return String::new(),
             Failure::Output(e) => format!("error: writing the output: {e}"),
+            Failure::Stderr(e) => format!("error: writing to stderr: {e}"),
+            Failure::Interrupted => "interrupted".to_string(),
         };
         if !text.ends_with('\n') {
             text.push('\n');
@@ -44,16 +52,36 @@ impl Failure {
         text
     }
 
-    /// Prints [`Failure::message`] on stderr and returns the exit code.
+    /// Prints [`Failure::message`] on stderr and returns the exit code; when stderr cannot
+    /// take the message, exit code 1 (never a panic).
     pub fn report(&self) -> ExitCode {
-        eprint!("{}", self.message());
-        ExitCode::from(self.exit_code())
+        match write_stderr(&self.message()) {
+            Ok(()) => ExitCode::from(self.exit_code()),
+            Err(_) if matches!(self, Failure::Interrupted) => ExitCode::from(130),
+            Err(_) => ExitCode::from(1),
+        }
     }
 
     /// A usage failure with this message.
     pub fn usage(message: impl Display + Debug + Send + Sync + 'static) -> Self {
         Failure::Usage(anyhow::Error::msg(message))
     }
+}
+
+/// Writes `text` to stderr and flushes it: the one way the command line writes there (no
+/// `eprint!`, which panics when stderr is full or closed).
+///
+/// # Errors
+/// [`Failure::Stderr`].
+pub fn write_stderr(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut err = io::stderr().lock();
+    err.write_all(text.as_bytes())
+        .and_then(|()| err.flush())
+        .map_err(Failure::Stderr)
 }
 
 /// Classifies the error of a `Result` as a [`Failure`] kind.
@@ -88,6 +116,11 @@ mod tests {
             0
         );
         assert_eq!(Failure::Output(io::ErrorKind::Other.into()).exit_code(), 1);
+        assert_eq!(
+            Failure::Stderr(io::ErrorKind::BrokenPipe.into()).exit_code(),
+            1
+        );
+        assert_eq!(Failure::Interrupted.exit_code(), 130);
     }
 
     #[test]

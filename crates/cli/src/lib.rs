@@ -51,17 +51,48 @@ pub fn run() -> ExitCode {
 pub fn run_from(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version arrive here too, with exit code 0; usage errors with 2.
-            let _ = e.print();
-            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
-        }
+        Err(e) => return report_clap(&e),
     };
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match execute(&cli.command, &mut out).and_then(|()| out.flush().map_err(Failure::Output)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
+    }
+}
+
+/// Prints clap's help, version or usage error where clap would (help and version on stdout,
+/// errors on stderr), checking the write: exit code 1 when it fails (`--help >/dev/full`;
+/// 0 for a closed pipe, as for every command), else clap's code (0 for help and version, 2
+/// for a usage error).
+fn report_clap(e: &clap::Error) -> ExitCode {
+    use std::io::IsTerminal;
+    let rendered = e.render();
+    let result = if e.use_stderr() {
+        let text = if io::stderr().is_terminal() {
+            rendered.ansi().to_string()
+        } else {
+            rendered.to_string()
+        };
+        error::write_stderr(&text).map_err(|_| 1)
+    } else {
+        let text = if io::stdout().is_terminal() {
+            rendered.ansi().to_string()
+        } else {
+            rendered.to_string()
+        };
+        let mut out = io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| {
+                let failure = Failure::Output(e);
+                let _ = failure.report();
+                failure.exit_code()
+            })
+    };
+    match result {
+        Ok(()) => ExitCode::from(e.exit_code().clamp(0, 255) as u8),
+        Err(code) => ExitCode::from(code),
     }
 }
 

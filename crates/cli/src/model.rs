@@ -97,7 +97,8 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
 /// Loads the weights of `files` onto `backend`, with a progress bar on a terminal.
 ///
 /// # Errors
-/// Runtime: weights that fail to load.
+/// Usage (exit 2): a bad weights file (see `sieve_backends::Error::is_bad_model_file`);
+/// runtime: any other failure to load.
 pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failure> {
     let bar = weights_bar();
     let drawn = bar.clone();
@@ -107,8 +108,14 @@ pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failur
             drawn.set_length(total);
             drawn.set_position(done);
         })
-        .map_err(|e| anyhow::anyhow!("loading {}: {e}", files.dir.path().display()))
-        .runtime();
+        .map_err(|e| {
+            let message = anyhow::anyhow!("loading {}: {e}", files.dir.path().display());
+            if e.is_bad_model_file() {
+                Failure::Usage(message)
+            } else {
+                Failure::Runtime(message)
+            }
+        });
     bar.finish_and_clear();
     Ok(OpenModel {
         files,

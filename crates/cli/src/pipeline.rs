@@ -43,14 +43,14 @@ pub fn registry(files: &[PathBuf]) -> Result<Registry, Failure> {
                 .iter()
                 .find(|p| p.stages().any(|s| s.name == entry.info.name));
             match by {
-                Some(by) => eprintln!(
+                Some(by) => crate::error::write_stderr(&format!(
                     "note: stage `{}` is defined by --plugin {} and by {} (found on {}); \
-                     using the --plugin one",
+                     using the --plugin one\n",
                     entry.info.name,
                     by.origin(),
                     plugin.origin(),
                     plugins::PATH_VAR,
-                ),
+                ))?,
                 None => registry.register(entry).usage()?,
             }
         }

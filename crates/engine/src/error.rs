@@ -29,6 +29,17 @@ pub enum Error {
         /// The length returned.
         found: usize,
     },
+    /// The model returned NaN logits (a broken checkpoint or a numeric overflow in the
+    /// model): reported as the model's fault, before any stage sees them.
+    #[error("the model produced {count} NaN logits of {vocab} at generation step {step}")]
+    ModelNan {
+        /// The step (0: the logits after the prompt).
+        step: usize,
+        /// How many logits were NaN.
+        count: usize,
+        /// The vocabulary size.
+        vocab: usize,
+    },
     /// The sampler pipeline failed. The message includes the stage's error, which is
     /// therefore not also reported as this error's `source` (a report that prints the chain
     /// would say it twice).

@@ -1,6 +1,7 @@
 //! The generation loop: prefill, then sample / accept / stop-check / stream, one token at a
 //! time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sieve_core::{Candidates, Context, Pipeline, Vocab};
@@ -34,6 +35,10 @@ pub struct GenerateOptions<'a> {
     /// Whether to record [`StepStats`] for every generated token in
     /// [`Generation::steps`] (two extra passes over each step's logits).
     pub step_stats: bool,
+    /// When set (by a Ctrl-C handler, or by the caller when its output has gone), the loop
+    /// stops before the next token and returns what it generated with
+    /// [`FinishReason::Cancelled`]. Checked between tokens, never inside a forward pass.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl Default for GenerateOptions<'_> {
@@ -45,6 +50,7 @@ impl Default for GenerateOptions<'_> {
             vocab: None,
             accept_prompt: true,
             step_stats: false,
+            cancel: None,
         }
     }
 }
@@ -189,6 +195,23 @@ pub fn generate(
                 expected: vocab_size,
                 found: logits.len(),
             });
+        }
+        if options
+            .cancel
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+        {
+            break FinishReason::Cancelled;
+        }
+        // A vectorized read; only when it finds NaN or +inf does the slower count run.
+        if !sieve_core::math::none_nan_or_pos_inf(&logits) {
+            let nan = logits.iter().filter(|x| x.is_nan()).count();
+            if nan > 0 {
+                return Err(Error::ModelNan {
+                    step: history.len() - prompt.len(),
+                    count: nan,
+                    vocab: vocab_size,
+                });
+            }
         }
         let raw = options.step_stats.then(|| logits.clone());
         let t = Instant::now();

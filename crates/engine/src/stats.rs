@@ -14,15 +14,18 @@ pub enum FinishReason {
     Stop,
     /// The token budget (`max_tokens`) or the model's context was used up.
     Length,
+    /// The caller cancelled (Ctrl-C, or its output went away) between two tokens.
+    Cancelled,
 }
 
 impl FinishReason {
-    /// `eos`, `stop` or `length`.
+    /// `eos`, `stop`, `length` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             FinishReason::Eos => "eos",
             FinishReason::Stop => "stop",
             FinishReason::Length => "length",
+            FinishReason::Cancelled => "cancelled",
         }
     }
 }

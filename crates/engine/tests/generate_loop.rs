@@ -532,3 +532,71 @@ fn step_stats_measure_the_raw_distribution_and_what_the_pipeline_kept() {
     let (out, _) = run(&table, &[1, 2], opts(2, &[], &[]));
     assert!(out.unwrap().steps.is_empty());
 }
+
+/// A model whose every logit is NaN (a broken checkpoint).
+struct NanModel;
+
+impl LanguageModel for NanModel {
+    fn vocab_size(&self) -> usize {
+        4
+    }
+    fn context_len(&self) -> usize {
+        64
+    }
+    fn position(&self) -> usize {
+        0
+    }
+    fn reset(&mut self) {}
+    fn forward(&mut self, _tokens: &[u32]) -> Result<Vec<f32>> {
+        Ok(vec![f32::NAN; 4])
+    }
+}
+
+#[test]
+fn nan_logits_are_the_models_fault() {
+    let table = Bytes::new(&[b"a", b"b", b"c", b"d"]);
+    let mut pipeline = greedy_pipeline();
+    let e = generate(
+        &mut NanModel,
+        &table,
+        &mut pipeline,
+        &[0],
+        &opts(3, &[], &[]),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the model produced 4 NaN logits of 4 at generation step 0"
+    );
+}
+
+#[test]
+fn a_set_cancel_flag_stops_between_tokens_with_what_was_generated() {
+    let table = Bytes::new(&[b"a", b"b", b"c", b"d"]);
+    let mut pipeline = greedy_pipeline();
+    let flag = std::sync::atomic::AtomicBool::new(false);
+    let options = GenerateOptions {
+        cancel: Some(&flag),
+        ..opts(10, &[], &[])
+    };
+    let mut model = Script::new(4, &[1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2]);
+    let mut seen = 0;
+    let out = generate(
+        &mut model,
+        &table,
+        &mut pipeline,
+        &[0],
+        &options,
+        &mut |_| {
+            seen += 1;
+            if seen == 2 {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(out.finish, FinishReason::Cancelled);
+    assert_eq!(out.tokens, [1, 2]);
+    assert_eq!(out.text, "bc");
+}

@@ -1,14 +1,21 @@
 //! The weights of a Hugging Face directory: `model.safetensors`, or the shards listed by
-//! `model.safetensors.index.json`, read with the `safetensors` crate and converted to `f32`.
+//! `model.safetensors.index.json`, memory-mapped (no copy of a file is made; each tensor is
+//! converted to `f32` when it is read).
+//!
+//! Only regular files are mapped (a FIFO or a device, also behind a symlink, is refused before
+//! it is opened), an index may list only files inside the model directory, and each file's
+//! header is checked against the file's length before anything is read: every tensor's dtype,
+//! shape and offsets, with errors naming the file and the tensor.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use safetensors::tensor::{Dtype, Metadata};
-use safetensors::SafeTensors;
+use memmap2::Mmap;
 use serde::Deserialize;
+use serde_json::Value;
 
+use super::files::{open_regular, stays_inside};
 use super::json::read_json;
 use crate::{Error, Result};
 
@@ -17,36 +24,183 @@ pub const SINGLE_FILE: &str = "model.safetensors";
 /// Name of the index of a sharded checkpoint.
 pub const INDEX_FILE: &str = "model.safetensors.index.json";
 
-/// One safetensors file, read into memory with its validated header.
+/// The largest header accepted (the `safetensors` format's own limit).
+const MAX_HEADER: u64 = 100 * 1024 * 1024;
+
+/// A tensor's element type, as a safetensors header spells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Dtype {
+    F32,
+    F16,
+    BF16,
+    /// A dtype this crate does not convert (checked only when such a tensor is read).
+    Other(String),
+}
+
+impl Dtype {
+    fn parse(name: &str) -> Self {
+        match name {
+            "F32" => Dtype::F32,
+            "F16" => Dtype::F16,
+            "BF16" => Dtype::BF16,
+            other => Dtype::Other(other.to_string()),
+        }
+    }
+
+    /// Bytes per element, for the dtypes whose size is a whole number of bytes.
+    fn size(&self) -> Option<u64> {
+        match self {
+            Dtype::F32 => Some(4),
+            Dtype::F16 | Dtype::BF16 => Some(2),
+            Dtype::Other(name) => match name.as_str() {
+                "BOOL" | "U8" | "I8" | "F8_E4M3" | "F8_E5M2" | "F8_E8M0" => Some(1),
+                "U16" | "I16" => Some(2),
+                "U32" | "I32" => Some(4),
+                "U64" | "I64" | "F64" => Some(8),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// One tensor's header entry, checked against its file.
+#[derive(Debug, Clone)]
+struct TensorInfo {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    /// Byte range in the file (the header's offsets plus the header's length).
+    start: usize,
+    end: usize,
+}
+
+/// A header entry as written.
+#[derive(Deserialize)]
+struct RawInfo {
+    dtype: String,
+    shape: Vec<u64>,
+    data_offsets: (u64, u64),
+}
+
+/// One memory-mapped safetensors file with its checked header.
 struct SafetensorsFile {
     path: PathBuf,
-    bytes: Vec<u8>,
-    header_len: usize,
-    metadata: Metadata,
+    map: Mmap,
+    tensors: HashMap<String, TensorInfo>,
+    /// Bytes of tensor data (the file less its header).
+    data_len: u64,
 }
 
 impl SafetensorsFile {
-    fn read(path: PathBuf) -> Result<Self> {
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::MissingFile { path })
-            }
-            Err(source) => return Err(Error::Io { path, source }),
-        };
-        // Validates the header, the offsets and that the file is exactly as long as they say.
-        let (header_len, metadata) =
-            SafeTensors::read_metadata(&bytes).map_err(|e| Error::Safetensors {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+    fn open(path: PathBuf) -> Result<Self> {
+        let file = open_regular(&path)?;
+        // SAFETY: the map is read-only and private to this process. Like every loader that
+        // maps weights, this assumes no other process truncates or rewrites the file while
+        // it is loaded (which would be a bus error or changed weights, not memory
+        // unsafety in this process's own data). Only regular files get here.
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let (tensors, data_len) = parse_header(&path, &map)?;
         Ok(SafetensorsFile {
             path,
-            bytes,
-            header_len,
-            metadata,
+            map,
+            tensors,
+            data_len,
         })
     }
+}
+
+/// Parses and checks the header of the safetensors bytes `bytes` (the contents of `path`):
+/// the tensors by name, and the length of the data section.
+fn parse_header(path: &Path, bytes: &[u8]) -> Result<(HashMap<String, TensorInfo>, u64)> {
+    let corrupt = |message: String| Error::Safetensors {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file_len = bytes.len() as u64;
+    let Some(len_bytes) = bytes.get(..8) else {
+        return Err(corrupt(format!(
+            "{file_len} bytes, shorter than the 8-byte header length"
+        )));
+    };
+    let header_len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
+    if header_len > MAX_HEADER {
+        return Err(corrupt(format!(
+            "header length {header_len} exceeds the limit of {MAX_HEADER} bytes"
+        )));
+    }
+    if header_len > file_len - 8 {
+        return Err(corrupt(format!(
+            "header length {header_len} exceeds the file's {} bytes after it",
+            file_len - 8
+        )));
+    }
+    let data_start = 8 + header_len as usize;
+    let header: BTreeMap<String, Value> = serde_json::from_slice(&bytes[8..data_start])
+        .map_err(|e| corrupt(format!("header is not a JSON object of tensors: {e}")))?;
+    let data_len = file_len - data_start as u64;
+    let mut tensors = HashMap::with_capacity(header.len());
+    let mut covered = 0;
+    for (name, value) in header {
+        if name == "__metadata__" {
+            continue;
+        }
+        let bad = |message: String| Error::BadTensor {
+            path: path.to_path_buf(),
+            name: name.clone(),
+            message,
+        };
+        let raw =
+            RawInfo::deserialize(&value).map_err(|e| bad(format!("bad header entry: {e}")))?;
+        let dtype = Dtype::parse(&raw.dtype);
+        let (start, end) = raw.data_offsets;
+        if start > end || end > data_len {
+            return Err(bad(format!(
+                "data offsets {start}..{end} are outside the {data_len} bytes of tensor data"
+            )));
+        }
+        covered = covered.max(end);
+        let elements = raw
+            .shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {:?} has too many elements", raw.shape)))?;
+        if let Some(size) = dtype.size() {
+            let expected = elements.checked_mul(size);
+            if expected != Some(end - start) {
+                return Err(bad(format!(
+                    "shape {:?} of {} needs {} bytes, the offsets give {}",
+                    raw.shape,
+                    raw.dtype,
+                    expected.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string()),
+                    end - start
+                )));
+            }
+        }
+        let shape = raw
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| bad(format!("shape {:?} does not fit this machine", raw.shape)))?;
+        tensors.insert(
+            name,
+            TensorInfo {
+                dtype,
+                shape,
+                start: data_start + start as usize,
+                end: data_start + end as usize,
+            },
+        );
+    }
+    if covered != data_len {
+        return Err(corrupt(format!(
+            "{} bytes after the last tensor's data",
+            data_len - covered
+        )));
+    }
+    Ok((tensors, data_len))
 }
 
 #[derive(Deserialize)]
@@ -54,7 +208,7 @@ struct Index {
     weight_map: HashMap<String, String>,
 }
 
-/// Where each tensor of a checkpoint lives, with the files' bytes.
+/// Where each tensor of a checkpoint lives, with the files mapped.
 pub struct Checkpoint {
     files: Vec<SafetensorsFile>,
     /// Tensor name to index in `files`.
@@ -82,21 +236,21 @@ impl Checkpoint {
     /// Opens the checkpoint of `dir`: `model.safetensors` when present, else the shards of
     /// `model.safetensors.index.json`.
     ///
+    /// Maps the files and checks their headers; reads no tensor data.
+    ///
     /// # Errors
     /// [`Error::MissingFile`] (naming `model.safetensors` when neither file exists, or a shard
-    /// the index names), [`Error::Json`] for a malformed index, [`Error::Safetensors`] for a
-    /// truncated or corrupt file, [`Error::Io`].
+    /// the index names), [`Error::NotRegularFile`], [`Error::OutsideModelDir`] for an index
+    /// entry that leaves the directory, [`Error::Json`] for a malformed index,
+    /// [`Error::Safetensors`] for a truncated or corrupt header, [`Error::BadTensor`] for a
+    /// tensor whose entry does not fit its file, [`Error::Io`].
     pub fn open(dir: &Path) -> Result<Self> {
         let single = dir.join(SINGLE_FILE);
         let index = dir.join(INDEX_FILE);
-        if single.is_file() || !index.is_file() {
-            let file = SafetensorsFile::read(single.clone())?;
-            let by_name = file
-                .metadata
-                .tensors()
-                .into_keys()
-                .map(|name| (name, 0))
-                .collect();
+        // `symlink_metadata` tells "absent" from "present but not a file" (which is refused).
+        if single.symlink_metadata().is_ok() || index.symlink_metadata().is_err() {
+            let file = SafetensorsFile::open(single.clone())?;
+            let by_name = file.tensors.keys().map(|name| (name.clone(), 0)).collect();
             return Ok(Checkpoint {
                 files: vec![file],
                 by_name,
@@ -112,8 +266,14 @@ impl Checkpoint {
         let mut files = Vec::with_capacity(shard_names.len());
         let mut slot = HashMap::new();
         for name in shard_names {
+            if !stays_inside(name) {
+                return Err(Error::OutsideModelDir {
+                    path: index,
+                    entry: name.clone(),
+                });
+            }
             slot.insert(name.clone(), files.len());
-            files.push(SafetensorsFile::read(dir.join(name))?);
+            files.push(SafetensorsFile::open(dir.join(name))?);
         }
         let by_name = parsed
             .weight_map
@@ -138,10 +298,17 @@ impl Checkpoint {
 
     /// Bytes of tensor data in all files.
     pub fn total_bytes(&self) -> u64 {
-        self.files
-            .iter()
-            .map(|f| (f.bytes.len() - 8 - f.header_len) as u64)
-            .sum()
+        self.files.iter().map(|f| f.data_len).sum()
+    }
+
+    /// Every tensor's file, name and shape, in no particular order (for checking
+    /// `config.json`'s sizes before anything proportional to them is allocated).
+    pub fn shapes(&self) -> impl Iterator<Item = (&Path, &str, &[usize])> {
+        self.files.iter().flat_map(|f| {
+            f.tensors
+                .iter()
+                .map(|(name, info)| (f.path.as_path(), name.as_str(), info.shape.as_slice()))
+        })
     }
 
     /// The files read, in the order they were read.
@@ -167,7 +334,7 @@ impl Checkpoint {
             });
         };
         let file = &self.files[slot];
-        let Some(info) = file.metadata.info(name) else {
+        let Some(info) = file.tensors.get(name) else {
             return Err(Error::MissingTensor {
                 path: file.path.clone(),
                 name: name.to_string(),
@@ -181,15 +348,13 @@ impl Checkpoint {
                 found: info.shape.clone(),
             });
         }
-        let start = 8 + file.header_len + info.data_offsets.0;
-        let end = 8 + file.header_len + info.data_offsets.1;
-        // `read_metadata` checked that the offsets lie in the file and match dtype and shape.
-        let bytes = &file.bytes[start..end];
+        // `parse_header` checked that the range lies in the file and matches dtype and shape.
+        let bytes = &file.map[info.start..info.end];
         if let Some(on_progress) = &self.on_progress {
             self.progress.set(self.progress.get() + bytes.len() as u64);
             on_progress(self.progress.get(), self.total_bytes());
         }
-        match info.dtype {
+        match &info.dtype {
             Dtype::F32 => Ok(bytes
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -202,10 +367,10 @@ impl Checkpoint {
                 .chunks_exact(2)
                 .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
                 .collect()),
-            other => Err(Error::TensorDtype {
+            Dtype::Other(other) => Err(Error::TensorDtype {
                 path: file.path.clone(),
                 name: name.to_string(),
-                found: format!("{other:?}"),
+                found: other.clone(),
             }),
         }
     }

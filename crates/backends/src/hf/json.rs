@@ -15,22 +15,15 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     parse_json(path, &text)
 }
 
-/// Reads a whole text file; a missing file is [`Error::MissingFile`].
+/// Reads a whole text file; a missing file is [`Error::MissingFile`], anything but a regular
+/// file [`Error::NotRegularFile`].
 pub(crate) fn read_text(path: &Path) -> Result<String> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|e| Error::Json {
-            path: path.to_path_buf(),
-            field: None,
-            message: format!("not UTF-8 text ({e})"),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::MissingFile {
-            path: path.to_path_buf(),
-        }),
-        Err(source) => Err(Error::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    let bytes = super::files::read_regular(path)?;
+    String::from_utf8(bytes).map_err(|e| Error::Json {
+        path: path.to_path_buf(),
+        field: None,
+        message: format!("not UTF-8 text ({e})"),
+    })
 }
 
 /// Deserializes `text` (the contents of `path`), naming the field on a type error.

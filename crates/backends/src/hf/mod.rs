@@ -3,13 +3,17 @@
 //! [`Checkpoint`] (single file or sharded), and [`GenerationConfig`].
 
 mod checkpoint;
+mod files;
 mod generation_config;
 mod json;
+mod sizes;
 
 pub use checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
+pub(crate) use files::read_regular;
 pub use generation_config::GenerationConfig;
 pub use json::ConfigJson;
 pub(crate) use json::OneOrMany;
+pub(crate) use sizes::check_sizes;
 
 /// Name of the model configuration file.
 pub const CONFIG_FILE: &str = "config.json";

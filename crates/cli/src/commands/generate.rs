@@ -18,14 +18,16 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
 use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
-use sieve_engine::{generate, GenerateOptions, Generation, GenerationStats};
+use sieve_engine::{generate, FinishReason, GenerateOptions, Generation, GenerationStats};
 
-use crate::error::Failure;
+use crate::error::{write_stderr, Failure};
 use crate::plugins::PluginArgs;
 use crate::seed::random_seed;
 use crate::{model, pipeline};
@@ -140,6 +142,10 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         .or(files.dir.generation().max_new_tokens.map(|n| n as usize))
         .unwrap_or(DEFAULT_MAX_TOKENS);
     let mut open = model::load(files, backend)?;
+    // Set by Ctrl-C, and below when stdout has gone: the loop stops before the next token.
+    let cancel = Arc::new(AtomicBool::new(false));
+    // Should registering fail, Ctrl-C kills the process as it would without a handler.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&cancel));
     let files = &open.files;
     let options = GenerateOptions {
         max_tokens,
@@ -148,12 +154,14 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         vocab: Some(&files.vocab),
         accept_prompt: true,
         step_stats: false,
+        cancel: Some(&cancel),
     };
     let mut write_error = None;
     let mut on_text = |piece: &str| {
         if !args.json && write_error.is_none() {
             if let Err(e) = out.write_all(piece.as_bytes()).and_then(|()| out.flush()) {
                 write_error = Some(e);
+                cancel.store(true, Ordering::Relaxed);
             }
         }
     };
@@ -169,10 +177,14 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
         e => Failure::Runtime(anyhow::Error::new(e)),
     })?;
+    let sampler = compiled.spec.to_string();
     if let Some(e) = write_error {
+        // Stdout went away: nothing more reaches it, but the stats were asked for.
+        if args.stats {
+            write_stderr(&stats_text(&generation, &sampler, seed, backend.name()))?;
+        }
         return Err(Failure::Output(e));
     }
-    let sampler = compiled.spec.to_string();
     if args.json {
         let report = json!({
             "text": generation.text,
@@ -188,10 +200,10 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         writeln!(out).map_err(Failure::Output)?;
     }
     if args.stats {
-        eprint!(
-            "{}",
-            stats_text(&generation, &sampler, seed, backend.name())
-        );
+        write_stderr(&stats_text(&generation, &sampler, seed, backend.name()))?;
+    }
+    if generation.finish == FinishReason::Cancelled {
+        return Err(Failure::Interrupted);
     }
     Ok(())
 }

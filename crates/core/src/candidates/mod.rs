@@ -236,7 +236,7 @@ impl Candidates {
     /// If `i >= len()`.
     #[inline]
     pub fn logit(&self, i: usize) -> f32 {
-        self.logits[i] * self.scale
+        (self.logits[i] * self.scale).min(f32::MAX)
     }
     /// `(id, logit)` of every candidate in current order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, f32)> + '_ {
@@ -253,7 +253,8 @@ impl Candidates {
 
     /// Multiplies every logit by `factor`. A finite positive factor whose product with the
     /// pending scale stays a normal number is only recorded (it keeps the order); any other
-    /// factor is applied at once, and a resulting NaN (`0 · -inf`) becomes `-inf`.
+    /// factor is applied at once, and a resulting NaN (`0 · -inf`) becomes `-inf`. A product
+    /// past `f32::MAX` saturates to `f32::MAX`, now or when the pending scale is applied.
     pub fn scale_logits(&mut self, factor: f32) {
         self.probs_valid = false;
         let product = self.scale * factor;
@@ -262,8 +263,7 @@ impl Candidates {
         } else {
             self.materialize();
             for x in &mut self.logits {
-                let y = *x * factor;
-                *x = if y.is_nan() { f32::NEG_INFINITY } else { y };
+                *x = math::sanitize(*x * factor);
             }
             self.sorted = false;
         }
@@ -323,8 +323,9 @@ impl Candidates {
     fn materialize(&mut self) {
         if self.scale != 1.0 {
             let s = self.scale;
+            // A product past `f32::MAX` saturates (an overflow never becomes `+inf`).
             for x in &mut self.logits {
-                *x *= s;
+                *x = (*x * s).min(f32::MAX);
             }
             self.scale = 1.0;
         }
@@ -346,7 +347,7 @@ impl Candidates {
         } else {
             math::max(&self.logits)
         };
-        raw * self.scale
+        (raw * self.scale).min(f32::MAX)
     }
 
     /// Whether some candidate has a finite logit.

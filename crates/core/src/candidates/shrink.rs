@@ -40,7 +40,10 @@ impl Candidates {
     /// cached probabilities are kept.
     pub fn retain(&mut self, mut keep: impl FnMut(u32, f32) -> bool) {
         let scale = self.scale;
-        self.retain_raw(|id, raw| keep(id, raw * scale), f32::NEG_INFINITY);
+        self.retain_raw(
+            |id, raw| keep(id, (raw * scale).min(f32::MAX)),
+            f32::NEG_INFINITY,
+        );
     }
 
     /// Keeps the candidates ranked at or before `(raw_logit, id)` in rank order (descending
