@@ -18,3 +18,4 @@ pub mod check;
 pub mod generate;
 pub mod logits;
 pub mod samplers;
+pub mod template;
