@@ -279,13 +279,14 @@ impl ChatTemplate {
                 .find(|(n, _)| n == name)
                 .map(|(_, s)| s.as_str())
         };
+        let only = match self.templates.as_slice() {
+            [(_, only)] => Some(only.as_str()),
+            _ => None,
+        };
         let chosen = if with_tools { find("tool_use") } else { None };
         chosen
             .or_else(|| find("default"))
-            .or_else(|| match self.templates.as_slice() {
-                [(_, only)] => Some(only.as_str()),
-                _ => None,
-            })
+            .or(only)
             .ok_or_else(|| {
                 let names: Vec<_> = self.names().collect();
                 self.error(format!(
