@@ -14,9 +14,17 @@ Weights are drawn with a fixed seed, scaled so logits are of order 1-10 (so a 1e
 is a real test), and rounded to the storage dtype *before* the expected logits are computed, so
 that an f16/bf16 checkpoint widened to f32 is exactly the model transformers ran.
 
+New fixtures may carry a chat template of our own (tokenizer_config.json and
+chat_template.jinja, saved by transformers' tokenizer `save_pretrained`), so that
+`sieve generate --chat` can be tried on them.
+
 Usage (from the repository root):
     python3 -m venv /work/venv && /work/venv/bin/pip install -r tools/requirements.txt
-    /work/venv/bin/python tools/make_fixtures.py [--out tests/fixtures/models]
+    /work/venv/bin/python tools/make_fixtures.py [--out tests/fixtures/models] [NAME ...]
+
+With NAMEs, only those fixtures are written (the others are left as they are: the first four
+were written by transformers 4.57.6 and torch 2.9.1, as their expected.json records, and are
+kept byte-identical by not regenerating them).
 """
 
 import argparse
@@ -30,7 +38,14 @@ import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GenerationConfig,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3ForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -134,6 +149,20 @@ def sentencepiece_tokenizer(vocab_size):
     return tok
 
 
+# A chat template of our own for the new fixtures (the turn markers are the tokenizer's
+# special tokens, so the rendered prompt encodes them as single tokens).
+FIXTURE_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% if message['role'] not in ['system', 'user', 'assistant'] %}"
+    "{{ raise_exception('unknown role ' + message['role']) }}"
+    "{% endif %}"
+    "<|endoftext|>{{ message['role'] }}\n{{ message['content'] | trim }}</s>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
+
+
 def randomize(model, seed):
     """Weights of order 1/sqrt(fan_in), norms around 1, biases small but present."""
     g = torch.Generator().manual_seed(seed)
@@ -155,7 +184,9 @@ def round_to(model, dtype):
             p.copy_(p.to(dtype).to(torch.float32))
 
 
-def write_fixture(out, name, model_cls, config, tokenizer, dtype, seed, shard=None, eos=None, gen_extra=None):
+def write_fixture(
+    out, name, model_cls, config, tokenizer, dtype, seed, shard=None, eos=None, gen_extra=None, chat_template=None
+):
     d = out / name
     if d.exists():
         shutil.rmtree(d)
@@ -193,7 +224,12 @@ def write_fixture(out, name, model_cls, config, tokenizer, dtype, seed, shard=No
     if shard:
         save_kwargs["max_shard_size"] = shard
     model.to(dtype).save_pretrained(d, **save_kwargs)
-    tokenizer.save(str(d / "tokenizer.json"))
+    if chat_template is None:
+        tokenizer.save(str(d / "tokenizer.json"))
+    else:
+        PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", chat_template=chat_template
+        ).save_pretrained(d)
     (d / "logits.f32").write_bytes(logits.contiguous().numpy().astype("<f4").tobytes())
     expected = {
         "tokens": tokens.tolist(),
@@ -212,8 +248,15 @@ def write_fixture(out, name, model_cls, config, tokenizer, dtype, seed, shard=No
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="tests/fixtures/models", type=Path)
-    out = parser.parse_args().out
+    parser.add_argument("names", nargs="*", help="fixtures to write (default: all)")
+    args = parser.parse_args()
+    out = args.out
     torch.set_num_threads(1)
+    wanted = set(args.names)
+
+    def write_fixture(out, name, *a, **kw):
+        if not wanted or name in wanted:
+            globals()["write_fixture"](out, name, *a, **kw)
 
     bl = byte_level_tokenizer(300)
     sp = sentencepiece_tokenizer(300)
@@ -323,6 +366,97 @@ def main():
         torch.bfloat16,
         seed=4,
         shard="20KB",
+    )
+    # Qwen3: q/k norms, head_dim 16 while hidden/heads is 8, attention biases, untied head,
+    # a 12-token window on the second layer; transformers 5 writes rope_parameters.
+    write_fixture(
+        out,
+        "qwen3-headdim",
+        Qwen3ForCausalLM,
+        Qwen3Config(
+            vocab_size=bl_vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=128,
+            rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            attention_bias=True,
+            use_sliding_window=True,
+            sliding_window=12,
+            layer_types=["full_attention", "sliding_attention"],
+            tie_word_embeddings=False,
+            bos_token_id=bl.token_to_id("<s>"),
+            eos_token_id=bl_eos,
+        ),
+        bl,
+        torch.bfloat16,
+        seed=5,
+        chat_template=FIXTURE_CHAT_TEMPLATE,
+    )
+    # Gemma 2: sandwich norms (1 + w), GeGLU, scaled embeddings, query_pre_attn_scalar, softcaps
+    # small enough to matter, a 16-token window on layer 0, tied embeddings, f32.
+    write_fixture(
+        out,
+        "gemma2-softcap",
+        Gemma2ForCausalLM,
+        Gemma2Config(
+            vocab_size=bl_vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=128,
+            rms_norm_eps=1e-6,
+            query_pre_attn_scalar=24,
+            sliding_window=16,
+            attn_logit_softcapping=3.0,
+            final_logit_softcapping=20.0,
+            bos_token_id=bl.token_to_id("<s>"),
+            eos_token_id=bl_eos,
+            pad_token_id=bl.token_to_id("<|endoftext|>"),
+        ),
+        bl,
+        torch.float32,
+        seed=6,
+        chat_template=FIXTURE_CHAT_TEMPLATE,
+    )
+    # Gemma 3 text: q/k norms, two sliding layers (8-token window, local RoPE base) then one
+    # global layer (its own base with linear scaling), no softcaps, bf16.
+    write_fixture(
+        out,
+        "gemma3-window",
+        Gemma3ForCausalLM,
+        Gemma3TextConfig(
+            vocab_size=bl_vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=8,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            query_pre_attn_scalar=8,
+            sliding_window=8,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+            rope_parameters={
+                "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 100000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0},
+            },
+            bos_token_id=bl.token_to_id("<s>"),
+            eos_token_id=bl_eos,
+            pad_token_id=bl.token_to_id("<|endoftext|>"),
+        ),
+        bl,
+        torch.bfloat16,
+        seed=7,
+        chat_template=FIXTURE_CHAT_TEMPLATE,
     )
 
 

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sieve_core::Vocab;
 
 use crate::backend::{BackendKind, LoadedModel};
+use crate::chat_template::ChatTemplate;
 use crate::families::{family_of, Family};
 use crate::hf::{
     check_sizes, Checkpoint, ConfigJson, GenerationConfig, OneOrMany, CONFIG_FILE,
@@ -127,6 +128,15 @@ impl ModelDir {
         } else {
             self.generation.eos_token_ids.clone()
         }
+    }
+
+    /// Reads the chat template (`chat_template.jinja`, else `tokenizer_config.json`'s
+    /// `chat_template`) and the special tokens it may refer to.
+    ///
+    /// # Errors
+    /// As [`ChatTemplate::from_dir`].
+    pub fn chat_template(&self) -> Result<ChatTemplate> {
+        ChatTemplate::from_dir(&self.path)
     }
 
     /// Loads `tokenizer.json` (and no other file), and checks that it can decode the ids the

@@ -67,6 +67,22 @@ pub enum Error {
         /// What is wrong (names the field).
         message: String,
     },
+    /// The model directory has no chat template (`chat_template.jinja` or
+    /// `tokenizer_config.json`'s `chat_template`).
+    #[error("{}: no chat template (neither chat_template.jinja nor a `chat_template` in tokenizer_config.json)", path.display())]
+    NoChatTemplate {
+        /// The model directory.
+        path: PathBuf,
+    },
+    /// A chat template failed to parse or to render (including its own
+    /// `raise_exception`), or its inputs are malformed.
+    #[error("chat template {}: {message}", path.display())]
+    ChatTemplate {
+        /// The file the template came from.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// A safetensors file (or its index) is truncated or corrupt.
     #[error("{}: not a valid safetensors file: {message}", path.display())]
     Safetensors {

@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod chat_template;
 pub mod dir;
 mod error;
 pub mod families;
@@ -43,6 +44,7 @@ pub mod model;
 pub mod tokenizer;
 
 pub use backend::{BackendKind, LoadedModel};
+pub use chat_template::{ChatTemplate, Message};
 pub use dir::{ModelDir, MAX_PADDING};
 pub use error::{Error, Result};
 pub use families::{Family, FAMILIES};

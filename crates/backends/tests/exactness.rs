@@ -136,7 +136,7 @@ type ConfigEdit = fn(&mut serde_json::Value);
 /// Each fixture exercises its feature: without it, the logits move far past the tolerance.
 #[test]
 fn every_fixture_feature_changes_the_logits() {
-    let cases: [(&str, &str, ConfigEdit); 4] = [
+    let cases: [(&str, &str, ConfigEdit); 10] = [
         ("llama-gqa-tied", "llama3 rope scaling", |v| {
             v["rope_scaling"] = serde_json::Value::Null
         }),
@@ -148,6 +148,24 @@ fn every_fixture_feature_changes_the_logits() {
         }),
         ("qwen2-bias", "rope theta", |v| {
             v["rope_theta"] = serde_json::json!(10000.0)
+        }),
+        ("qwen3-headdim", "sliding window", |v| {
+            v["use_sliding_window"] = serde_json::json!(false)
+        }),
+        ("gemma2-softcap", "attention softcap", |v| {
+            v["attn_logit_softcapping"] = serde_json::Value::Null
+        }),
+        ("gemma2-softcap", "final softcap", |v| {
+            v["final_logit_softcapping"] = serde_json::Value::Null
+        }),
+        ("gemma2-softcap", "query_pre_attn_scalar", |v| {
+            v["query_pre_attn_scalar"] = serde_json::json!(16)
+        }),
+        ("gemma3-window", "sliding window", |v| {
+            v["sliding_window"] = serde_json::Value::Null
+        }),
+        ("gemma3-window", "local rope base", |v| {
+            v["rope_parameters"]["sliding_attention"]["rope_theta"] = serde_json::json!(100000.0)
         }),
     ];
     for (name, feature, edit) in cases {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, bench, check, compare, generate, logits, samplers};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers, template};
 
 /// Shown after `sieve --help`.
 const EXAMPLES: &str = "\
@@ -48,6 +48,9 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Print the logits a model gives for a prompt or token ids
     Logits(logits::LogitsArgs),
+    /// Print the prompt a model's chat template makes of a conversation, exactly
+    #[command(after_help = template::EXAMPLES)]
+    Template(template::TemplateArgs),
     /// Time things
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -63,7 +66,9 @@ impl Command {
             Command::Bench(bench::BenchCommand::Sampler(a)) => &a.plugins.files,
             Command::Generate(a) => &a.plugins.files,
             Command::Compare(a) => &a.plugins.files,
-            Command::Logits(_) | Command::Bench(bench::BenchCommand::Model(_)) => &[],
+            Command::Logits(_)
+            | Command::Template(_)
+            | Command::Bench(bench::BenchCommand::Model(_)) => &[],
         }
     }
 }

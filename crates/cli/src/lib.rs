@@ -18,6 +18,7 @@
 //! failure such as a stage that leaves no candidate (see [`error::Failure`]).
 #![warn(missing_docs)]
 
+pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod error;
@@ -38,7 +39,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::commands::bench::BenchCommand;
-use crate::commands::{apply, bench, check, compare, generate, logits, samplers};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers, template};
 use crate::error::Failure;
 
 /// Runs `sieve` with the process's arguments, writing to stdout and stderr, and returns the
@@ -122,6 +123,7 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
             return compare::run(args, &registry, out);
         }
         Command::Logits(args) => return logits::run(args, out),
+        Command::Template(args) => template::run(args)?,
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)
 }

@@ -4,12 +4,12 @@
 
 use crate::hf::ConfigJson;
 use crate::model::{
-    AttentionConfig, DecoderLayerConfig, EmbeddingConfig, MlpConfig, NormConfig, RopeConfig,
-    TransformerConfig,
+    Activation, AttentionConfig, DecoderLayerConfig, EmbeddingConfig, MlpConfig, NormConfig,
+    RopeConfig, TransformerConfig,
 };
 use crate::Result;
 
-use super::rope_scaling::read_rope;
+use super::rope_scaling::{read_local_rope, read_rope};
 
 /// A family's defaults for fields absent from `config.json` (its transformers config
 /// class's `__init__` defaults).
@@ -33,6 +33,16 @@ pub(crate) struct Defaults {
     pub rms_norm_eps: f64,
     /// `rope_theta`.
     pub rope_theta: f64,
+    /// `head_dim`; `None`: `hidden_size / num_attention_heads`.
+    pub head_dim: Option<usize>,
+    /// `tie_word_embeddings`.
+    pub tie_word_embeddings: bool,
+    /// The name of the activation field (`hidden_act`; Gemma's `hidden_activation`) and its
+    /// default value.
+    pub activation: (&'static str, &'static str),
+    /// Whether the family rotates sliding layers with a RoPE of their own (Gemma 3); when not,
+    /// a `rope_parameters.sliding_attention` that differs from `full_attention` is an error.
+    pub local_rope: bool,
 }
 
 /// Which projections have a bias (the one place families differ inside a layer so far).
@@ -60,6 +70,7 @@ pub(crate) struct LlamaLike {
     pub rms_norm_eps: f64,
     pub rope: RopeConfig,
     pub tie_word_embeddings: bool,
+    pub activation: Activation,
 }
 
 fn positive(c: &ConfigJson, name: &str, default: usize) -> Result<usize> {
@@ -91,7 +102,7 @@ impl LlamaLike {
                 "`num_attention_heads` ({num_heads}) must be a multiple of `num_key_value_heads` ({num_kv_heads})"
             )));
         }
-        let head_dim = match c.get::<usize>("head_dim")? {
+        let head_dim = match c.get::<usize>("head_dim")?.or(d.head_dim) {
             Some(0) => return Err(c.invalid("`head_dim` must be positive")),
             Some(h) => h,
             None if hidden_size % num_heads == 0 => hidden_size / num_heads,
@@ -104,13 +115,17 @@ impl LlamaLike {
         if head_dim % 2 != 0 {
             return Err(c.invalid(format!("`head_dim` ({head_dim}) must be even for RoPE")));
         }
-        let act = c.get::<String>("hidden_act")?;
-        let act = act.as_deref().unwrap_or("silu");
-        if act != "silu" {
-            return Err(c.invalid(format!(
-                "`hidden_act` `{act}` is not supported (only `silu`)"
-            )));
-        }
+        let (act_field, act_default) = d.activation;
+        let act = c.get::<String>(act_field)?;
+        let activation = match act.as_deref().unwrap_or(act_default) {
+            "silu" => Activation::Silu,
+            "gelu_pytorch_tanh" => Activation::GeluTanh,
+            other => {
+                return Err(c.invalid(format!(
+                    "`{act_field}` `{other}` is not supported (only `silu`, `gelu_pytorch_tanh`)"
+                )))
+            }
+        };
         if let Some(f) = c.get::<f64>("partial_rotary_factor")? {
             if f != 1.0 {
                 return Err(c.invalid("`partial_rotary_factor` other than 1 is not supported"));
@@ -123,6 +138,16 @@ impl LlamaLike {
             return Err(c.invalid(format!("`rms_norm_eps` ({rms_norm_eps}) must be positive")));
         }
         let (theta, scaling) = read_rope(c, d.rope_theta)?;
+        if !d.local_rope {
+            if let Some(local) = read_local_rope(c, d.rope_theta)? {
+                if local != (theta, scaling) {
+                    return Err(c.invalid(
+                        "`rope_parameters.sliding_attention` differs from `full_attention`; \
+                         a RoPE per layer type is not supported by this family",
+                    ));
+                }
+            }
+        }
         Ok(LlamaLike {
             vocab_size,
             hidden_size,
@@ -138,22 +163,24 @@ impl LlamaLike {
                 theta,
                 scaling,
             },
-            tie_word_embeddings: c.get("tie_word_embeddings")?.unwrap_or(false),
+            tie_word_embeddings: c
+                .get("tie_word_embeddings")?
+                .unwrap_or(d.tie_word_embeddings),
+            activation,
         })
     }
 
     /// The pre-norm decoder of these sizes, with `biases`, and `windows[i]` the sliding
-    /// window of layer `i` (`windows` has one entry per layer).
+    /// window of layer `i` (`windows` has one entry per layer): Llama's layer (no q/k norm,
+    /// scale `head_dim^-0.5`, no softcaps, two norms per layer, one RoPE), which a family
+    /// edits where it differs.
     pub(crate) fn transformer(
         &self,
         biases: Biases,
         windows: &[Option<usize>],
     ) -> TransformerConfig {
         debug_assert_eq!(windows.len(), self.num_layers);
-        let norm = NormConfig {
-            dim: self.hidden_size,
-            eps: self.rms_norm_eps,
-        };
+        let norm = NormConfig::new(self.hidden_size, self.rms_norm_eps);
         let layer = |sliding_window| DecoderLayerConfig {
             attention: AttentionConfig {
                 hidden_size: self.hidden_size,
@@ -163,23 +190,32 @@ impl LlamaLike {
                 qkv_bias: biases.qkv,
                 o_bias: biases.o,
                 sliding_window,
+                qk_norm: None,
+                scale: (self.head_dim as f64).powf(-0.5),
+                logit_softcap: None,
             },
             mlp: MlpConfig {
                 hidden_size: self.hidden_size,
                 intermediate_size: self.intermediate_size,
                 bias: biases.mlp,
+                activation: self.activation,
             },
             norm,
+            sandwich_norms: false,
+            local_rope: false,
         };
         TransformerConfig {
             embedding: EmbeddingConfig {
                 vocab_size: self.vocab_size,
                 hidden_size: self.hidden_size,
                 tied: self.tie_word_embeddings,
+                scale: None,
             },
             layers: windows.iter().map(|&w| layer(w)).collect(),
             norm,
             rope: self.rope,
+            local_rope: None,
+            final_logit_softcap: None,
             context_len: self.max_position_embeddings,
         }
     }
@@ -197,4 +233,30 @@ pub(crate) fn sliding_window(c: &ConfigJson, default: Option<usize>) -> Result<O
         return Err(c.invalid("`sliding_window` must be positive or null"));
     }
     Ok(window)
+}
+
+/// `layer_types` read as "is layer `i` sliding" (`sliding_attention` / `full_attention`), or
+/// `None` when the field is absent.
+///
+/// # Errors
+/// [`crate::Error::InvalidConfig`] for a list of the wrong length or another layer type.
+pub(crate) fn sliding_layers(c: &ConfigJson, num_layers: usize) -> Result<Option<Vec<bool>>> {
+    let Some(types) = c.get::<Vec<String>>("layer_types")? else {
+        return Ok(None);
+    };
+    if types.len() != num_layers {
+        return Err(c.invalid(format!(
+            "`layer_types` has {} entries for {num_layers} layers",
+            types.len()
+        )));
+    }
+    types
+        .iter()
+        .map(|t| match t.as_str() {
+            "sliding_attention" => Ok(true),
+            "full_attention" => Ok(false),
+            other => Err(c.invalid(format!("`layer_types` entry `{other}` is not supported"))),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }

@@ -21,6 +21,10 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     max_position_embeddings: 2048,
     rms_norm_eps: 1e-6,
     rope_theta: 10000.0,
+    head_dim: None,
+    tie_word_embeddings: false,
+    activation: ("hidden_act", "silu"),
+    local_rope: false,
 };
 
 /// The Llama family.

@@ -5,23 +5,29 @@
 //! - `common` (crate-private) and `rope_scaling`: what every Llama-like family reads the same way, and
 //!   the RoPE fields; a family file states only its defaults and what differs from Llama, as
 //!   transformers' `modular_*.py` files do;
-//! - [`Llama`], [`Mistral`], [`Qwen2`]: the families;
+//! - [`Llama`], [`Mistral`], [`Qwen2`], [`Qwen3`], [`Gemma2`], [`Gemma3`]: the families;
 //! - [`FAMILIES`]: the registry; [`family_of`] picks a family by `architectures[0]` (else
 //!   `model_type`), and its "unknown architecture" error lists the registry.
 //!
 //! Adding a family: its file, one `mod` line and one [`FAMILIES`] entry.
 
 mod common;
+mod gemma2;
+mod gemma3;
 mod llama;
 mod mistral;
 mod qwen2;
+mod qwen3;
 mod rope_scaling;
 
 use std::fmt;
 
+pub use gemma2::Gemma2;
+pub use gemma3::Gemma3;
 pub use llama::Llama;
 pub use mistral::Mistral;
 pub use qwen2::Qwen2;
+pub use qwen3::Qwen3;
 
 use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
@@ -45,7 +51,7 @@ pub trait Family: fmt::Debug + Sync {
 }
 
 /// Every family this crate implements, in the order "supported: …" lists them.
-pub static FAMILIES: &[&dyn Family] = &[&Llama, &Mistral, &Qwen2];
+pub static FAMILIES: &[&dyn Family] = &[&Llama, &Mistral, &Qwen2, &Qwen3, &Gemma2, &Gemma3];
 
 /// The family `config` names: its `architectures[0]` (what transformers instantiates), else
 /// its `model_type`.

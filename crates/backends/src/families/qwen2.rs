@@ -7,7 +7,7 @@
 //! on the layers `layer_types` marks `sliding_attention` (by default those at index
 //! `max_window_layers` and above).
 
-use super::common::{sliding_window, Biases, Defaults, LlamaLike};
+use super::common::{sliding_layers, sliding_window, Biases, Defaults, LlamaLike};
 use super::Family;
 use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
@@ -52,34 +52,19 @@ impl Family for Qwen2 {
     }
 }
 
-/// The window of each layer.
-fn windows(config: &ConfigJson, num_layers: usize) -> Result<Vec<Option<usize>>> {
+/// The window of each layer (shared with Qwen3, whose config reads the same fields).
+pub(super) fn windows(config: &ConfigJson, num_layers: usize) -> Result<Vec<Option<usize>>> {
     let window = sliding_window(config, SLIDING_WINDOW)?;
     let window = if config.get("use_sliding_window")?.unwrap_or(false) {
         window
     } else {
         None
     };
-    match config.get::<Vec<String>>("layer_types")? {
-        Some(types) => {
-            if types.len() != num_layers {
-                return Err(config.invalid(format!(
-                    "`layer_types` has {} entries for {num_layers} layers",
-                    types.len()
-                )));
-            }
-            types
-                .iter()
-                .map(|t| match t.as_str() {
-                    "sliding_attention" => Ok(window),
-                    "full_attention" => Ok(None),
-                    other => {
-                        Err(config
-                            .invalid(format!("`layer_types` entry `{other}` is not supported")))
-                    }
-                })
-                .collect()
-        }
+    match sliding_layers(config, num_layers)? {
+        Some(sliding) => Ok(sliding
+            .into_iter()
+            .map(|s| if s { window } else { None })
+            .collect()),
         None => {
             let first = config
                 .get("max_window_layers")?

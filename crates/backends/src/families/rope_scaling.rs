@@ -1,6 +1,10 @@
 //! The RoPE fields of `config.json`: `rope_theta` and `rope_scaling` (transformers 4.x) or
 //! `rope_parameters` (transformers 5), read into the base and a [`RopeScaling`]. Shared by
 //! every family.
+//!
+//! transformers 5 may give `rope_parameters` per layer type (`{"full_attention": {…},
+//! "sliding_attention": {…}}`, Gemma 3): [`read_rope`] reads the `full_attention` entry, and
+//! [`read_local_rope`] the `sliding_attention` one.
 
 use std::path::Path;
 
@@ -25,6 +29,24 @@ pub(crate) fn read_rope(config: &ConfigJson, default_theta: f64) -> Result<(f64,
     )
 }
 
+/// The `sliding_attention` entry of a per-layer-type `rope_parameters`, read as
+/// [`parse_rope`] reads one, or `None` when `rope_parameters` is not given per layer type.
+///
+/// # Errors
+/// As [`parse_rope`].
+pub(crate) fn read_local_rope(
+    config: &ConfigJson,
+    default_theta: f64,
+) -> Result<Option<(f64, RopeScaling)>> {
+    match config
+        .raw("rope_parameters")
+        .and_then(|v| v.get("sliding_attention"))
+    {
+        Some(v) => parse_rope(config.path(), None, None, Some(v), default_theta).map(Some),
+        None => Ok(None),
+    }
+}
+
 const SUPPORTED: &str = "default, linear, llama3";
 
 /// Reads `(rope_theta, scaling)`; `rope_parameters` wins over the 4.x fields when present.
@@ -40,6 +62,10 @@ pub(crate) fn parse_rope(
     rope_parameters: Option<&Value>,
     default_theta: f64,
 ) -> Result<(f64, RopeScaling)> {
+    let rope_parameters = match rope_parameters {
+        Some(Value::Object(map)) if map.contains_key("full_attention") => map.get("full_attention"),
+        other => other,
+    };
     let (theta, scaling) = match rope_parameters {
         Some(Value::Object(map)) => {
             let theta = match map.get("rope_theta") {
@@ -192,6 +218,16 @@ mod tests {
         assert_eq!(
             parse_rope(p(), None, None, Some(&v), 1e4).unwrap(),
             (1e6, RopeScaling::None)
+        );
+    }
+
+    #[test]
+    fn per_layer_type_parameters_are_read_for_full_attention() {
+        let v = json!({"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                       "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}});
+        assert_eq!(
+            parse_rope(p(), None, None, Some(&v), 1.0).unwrap(),
+            (1e6, RopeScaling::Linear { factor: 8.0 })
         );
     }
 

@@ -1,6 +1,9 @@
 //! Multi-head self-attention with grouped-query heads (GQA, Ainslie et al. 2023,
 //! arXiv:2305.13245), RoPE on queries and keys, a KV cache, and a causal (optionally sliding)
-//! mask — transformers' `LlamaAttention` / `MistralAttention` / `Qwen2Attention`.
+//! mask — transformers' `LlamaAttention` / `MistralAttention` / `Qwen2Attention`, and what
+//! later families add: a per-head RMSNorm on queries and keys before RoPE (Qwen3, Gemma 3's
+//! `q_norm`/`k_norm`), a scale other than `head_dim^-0.5` (Gemma's `query_pre_attn_scalar`),
+//! and attention-logit softcapping `cap·tanh(s/cap)` before the mask (Gemma 2).
 //!
 //! GQA without copying keys: query head `h` uses key/value head `h / groups` (transformers'
 //! `repeat_kv` order), so the `[heads, n, d]` queries are viewed as `[kv_heads, groups·n, d]`
@@ -16,11 +19,12 @@ use super::cache::LayerCache;
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
+use super::norm::{NormConfig, RmsNorm};
 use super::rope::RopeTables;
 use crate::Result;
 
 /// The shape of one layer's [`Attention`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttentionConfig {
     /// Width of the residual stream (`hidden_size`).
     pub hidden_size: usize,
@@ -38,6 +42,13 @@ pub struct AttentionConfig {
     /// The sliding window (a query sees the last `w` positions, itself included), or `None`
     /// for full causal attention.
     pub sliding_window: Option<usize>,
+    /// The RMSNorm over `head_dim` applied to each query and key head before RoPE
+    /// (`{prefix}.q_norm`, `{prefix}.k_norm`), or `None`.
+    pub qk_norm: Option<NormConfig>,
+    /// The factor scores are multiplied by (`head_dim^-0.5` in Llama).
+    pub scale: f64,
+    /// The attention-logit softcap `cap` (scores become `cap·tanh(s/cap)`), or `None`.
+    pub logit_softcap: Option<f64>,
 }
 
 impl AttentionConfig {
@@ -46,7 +57,8 @@ impl AttentionConfig {
         self.num_heads / self.num_kv_heads
     }
 
-    /// Loads `{prefix}.{q,k,v,o}_proj`.
+    /// Loads `{prefix}.{q,k,v,o}_proj` (and `{prefix}.{q,k}_norm` with
+    /// [`AttentionConfig::qk_norm`]).
     ///
     /// # Errors
     /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
@@ -56,6 +68,13 @@ impl AttentionConfig {
         let hidden = self.hidden_size;
         let qkv = |out: usize| LinearConfig::new(hidden, out).with_bias(self.qkv_bias);
         let o = LinearConfig::new(h * d, hidden).with_bias(self.o_bias);
+        let qk_norm = match self.qk_norm {
+            Some(norm) => Some((
+                norm.load(w, &format!("{prefix}.q_norm"))?,
+                norm.load(w, &format!("{prefix}.k_norm"))?,
+            )),
+            None => None,
+        };
         Ok(Attention {
             q_proj: qkv(h * d).load(w, &format!("{prefix}.q_proj"))?,
             k_proj: qkv(kv * d).load(w, &format!("{prefix}.k_proj"))?,
@@ -65,6 +84,9 @@ impl AttentionConfig {
             num_kv_heads: kv,
             head_dim: d,
             window: self.sliding_window,
+            qk_norm,
+            scale: self.scale,
+            logit_softcap: self.logit_softcap,
         })
     }
 }
@@ -80,6 +102,9 @@ pub struct Attention<B: Backend> {
     num_kv_heads: usize,
     head_dim: usize,
     window: Option<usize>,
+    qk_norm: Option<(RmsNorm<B>, RmsNorm<B>)>,
+    scale: f64,
+    logit_softcap: Option<f64>,
 }
 
 impl<B: Backend> Attention<B> {
@@ -100,14 +125,27 @@ impl<B: Backend> Attention<B> {
         let groups = h / kv;
         let device = x.device();
         let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
-        let q = rope.apply(heads(self.q_proj.forward(x.clone()), h));
-        let k = rope.apply(heads(self.k_proj.forward(x.clone()), kv));
+        // The per-head norm sees each head's `d` features as one row.
+        let head_norm = |t: Tensor<B, 2>, count: usize, norm: &RmsNorm<B>| {
+            norm.forward(t.reshape([n * count, d]))
+                .reshape([n, count * d])
+        };
+        let mut q = self.q_proj.forward(x.clone());
+        let mut k = self.k_proj.forward(x.clone());
+        if let Some((q_norm, k_norm)) = &self.qk_norm {
+            q = head_norm(q, h, q_norm);
+            k = head_norm(k, kv, k_norm);
+        }
+        let q = rope.apply(heads(q, h));
+        let k = rope.apply(heads(k, kv));
         let v = heads(self.v_proj.forward(x), kv);
         let (k, v) = cache.append(k, v);
 
-        let scale = (d as f64).powf(-0.5);
-        let q = q.reshape([kv, groups * n, d]).mul_scalar(scale);
+        let q = q.reshape([kv, groups * n, d]).mul_scalar(self.scale);
         let mut scores = q.matmul(k.swap_dims(1, 2)); // [kv, groups·n, past + n]
+        if let Some(cap) = self.logit_softcap {
+            scores = scores.div_scalar(cap).tanh().mul_scalar(cap);
+        }
         if needs_mask(past, n, self.window) {
             scores = scores + attention_mask::<B>(past, n, groups, self.window, &device);
         }

@@ -1,5 +1,11 @@
 //! One pre-norm decoder layer: `h = x + attn(norm₁(x))`, `y = h + mlp(norm₂(h))`:
 //! [`DecoderLayerConfig`] → [`DecoderLayer`].
+//!
+//! Gemma 2 and 3 put each sublayer between two norms ("sandwich"):
+//! `h = x + norm₂(attn(norm₁(x)))`, `y = h + norm₄(mlp(norm₃(h)))`, with transformers' names
+//! `input_layernorm`, `post_attention_layernorm`, `pre_feedforward_layernorm` and
+//! `post_feedforward_layernorm` (so `post_attention_layernorm` is not the MLP's input norm
+//! there).
 
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
@@ -19,8 +25,14 @@ pub struct DecoderLayerConfig {
     pub attention: AttentionConfig,
     /// The MLP sublayer.
     pub mlp: MlpConfig,
-    /// Both norms (`input_layernorm`, `post_attention_layernorm`).
+    /// Every norm of the layer (`input_layernorm`, `post_attention_layernorm`, and with
+    /// `sandwich_norms` `pre_feedforward_layernorm` and `post_feedforward_layernorm`).
     pub norm: NormConfig,
+    /// Whether each sublayer's output is normalized too (Gemma's four norms per layer).
+    pub sandwich_norms: bool,
+    /// Whether the layer rotates with the local RoPE ([`super::TransformerConfig::local_rope`],
+    /// Gemma 3's sliding layers) rather than the global one.
+    pub local_rope: bool,
 }
 
 impl DecoderLayerConfig {
@@ -35,13 +47,21 @@ impl DecoderLayerConfig {
         prefix: &str,
     ) -> Result<DecoderLayer<B>> {
         let p = prefix;
+        let norm = |name: &str| self.norm.load(w, &format!("{p}.{name}"));
+        let feedforward_norms = if self.sandwich_norms {
+            Some((
+                norm("pre_feedforward_layernorm")?,
+                norm("post_feedforward_layernorm")?,
+            ))
+        } else {
+            None
+        };
         Ok(DecoderLayer {
-            input_layernorm: self.norm.load(w, &format!("{p}.input_layernorm"))?,
+            input_layernorm: norm("input_layernorm")?,
             self_attn: self.attention.load(w, &format!("{p}.self_attn"))?,
-            post_attention_layernorm: self
-                .norm
-                .load(w, &format!("{p}.post_attention_layernorm"))?,
+            post_attention_layernorm: norm("post_attention_layernorm")?,
             mlp: self.mlp.load(w, &format!("{p}.mlp"))?,
+            feedforward_norms,
         })
     }
 }
@@ -53,6 +73,8 @@ pub struct DecoderLayer<B: Backend> {
     self_attn: Attention<B>,
     post_attention_layernorm: RmsNorm<B>,
     mlp: Mlp<B>,
+    /// `pre_feedforward_layernorm` and `post_feedforward_layernorm` of a sandwich layer.
+    feedforward_norms: Option<(RmsNorm<B>, RmsNorm<B>)>,
 }
 
 impl<B: Backend> DecoderLayer<B> {
@@ -67,10 +89,18 @@ impl<B: Backend> DecoderLayer<B> {
         rope: &RopeTables<B>,
         cache: &mut LayerCache<B>,
     ) -> Tensor<B, 2> {
-        let h = x.clone()
-            + self
-                .self_attn
-                .forward(self.input_layernorm.forward(x), past, rope, cache);
-        h.clone() + self.mlp.forward(self.post_attention_layernorm.forward(h))
+        let attn =
+            self.self_attn
+                .forward(self.input_layernorm.forward(x.clone()), past, rope, cache);
+        match &self.feedforward_norms {
+            None => {
+                let h = x + attn;
+                h.clone() + self.mlp.forward(self.post_attention_layernorm.forward(h))
+            }
+            Some((pre, post)) => {
+                let h = x + self.post_attention_layernorm.forward(attn);
+                h.clone() + post.forward(self.mlp.forward(pre.forward(h)))
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::loader::Loader;
 use crate::Result;
 
 /// The shape of the [`Embedding`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EmbeddingConfig {
     /// Number of token ids (rows).
     pub vocab_size: usize,
@@ -17,6 +17,9 @@ pub struct EmbeddingConfig {
     pub hidden_size: usize,
     /// Whether the output projection is this matrix (`tie_word_embeddings`).
     pub tied: bool,
+    /// A factor the looked-up embeddings are multiplied by (Gemma's `√hidden_size`, already
+    /// rounded to `f32`, the dtype the model computes in); `None` for none.
+    pub scale: Option<f32>,
 }
 
 impl EmbeddingConfig {
@@ -29,17 +32,28 @@ impl EmbeddingConfig {
     pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<Embedding<B>> {
         let name = format!("{prefix}.weight");
         let (vocab, hidden) = (self.vocab_size, self.hidden_size);
-        Ok(if self.tied {
-            Embedding::Columns(w.matrix_transposed(&name, vocab, hidden)?)
+        let matrix = if self.tied {
+            Matrix::Columns(w.matrix_transposed(&name, vocab, hidden)?)
         } else {
-            Embedding::Rows(w.matrix(&name, vocab, hidden)?)
+            Matrix::Rows(w.matrix(&name, vocab, hidden)?)
+        };
+        Ok(Embedding {
+            matrix,
+            scale: self.scale,
         })
     }
 }
 
+/// The embedding table and the factor its rows are scaled by.
+#[derive(Debug, Clone)]
+pub struct Embedding<B: Backend> {
+    matrix: Matrix<B>,
+    scale: Option<f32>,
+}
+
 /// The embedding matrix, kept in whichever orientation the model stores it once.
 #[derive(Debug, Clone)]
-pub enum Embedding<B: Backend> {
+pub enum Matrix<B: Backend> {
     /// `[vocab, hidden]`, as in the checkpoint (untied output projection).
     Rows(Tensor<B, 2>),
     /// `[hidden, vocab]`: the transposed matrix shared with a tied output projection, so the
@@ -53,18 +67,22 @@ impl<B: Backend> Embedding<B> {
     /// # Shapes
     /// `ids`: `[n]` → `[n, hidden]`.
     pub fn forward(&self, ids: Tensor<B, 1, Int>) -> Tensor<B, 2> {
-        match self {
-            Embedding::Rows(w) => w.clone().select(0, ids),
-            Embedding::Columns(w) => w.clone().select(1, ids).transpose(),
+        let x = match &self.matrix {
+            Matrix::Rows(w) => w.clone().select(0, ids),
+            Matrix::Columns(w) => w.clone().select(1, ids).transpose(),
+        };
+        match self.scale {
+            Some(s) => x.mul_scalar(s),
+            None => x,
         }
     }
 
     /// The output projection sharing this matrix (tied embeddings), or `None` when the
     /// matrix is stored as rows (the model has its own `lm_head`).
     pub fn tied_output(&self) -> Option<Linear<B>> {
-        match self {
-            Embedding::Rows(_) => None,
-            Embedding::Columns(w) => Some(Linear::from_transposed(w.clone())),
+        match &self.matrix {
+            Matrix::Rows(_) => None,
+            Matrix::Columns(w) => Some(Linear::from_transposed(w.clone())),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The SwiGLU feed-forward block (Shazeer 2020, arXiv:2002.05202) of Llama-family models:
-//! `down(silu(gate(x)) ⊙ up(x))`: [`MlpConfig`] → [`Mlp`].
+//! The gated feed-forward block (Shazeer 2020, arXiv:2002.05202):
+//! `down(act(gate(x)) ⊙ up(x))`, SwiGLU (`act` = SiLU) in Llama-family models, GeGLU with the
+//! tanh-approximated GELU in Gemma: [`MlpConfig`] → [`Mlp`].
 
 use burn_tensor::activation::silu;
 use burn_tensor::backend::Backend;
@@ -18,6 +19,32 @@ pub struct MlpConfig {
     pub intermediate_size: usize,
     /// Whether the three projections have a bias (Llama's `mlp_bias`).
     pub bias: bool,
+    /// The gate's activation.
+    pub activation: Activation,
+}
+
+/// The activation applied to the gate projection (`hidden_act`/`hidden_activation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `silu`: `x·σ(x)`.
+    Silu,
+    /// `gelu_pytorch_tanh`: `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+    GeluTanh,
+}
+
+impl Activation {
+    /// Applies the activation elementwise.
+    pub fn forward<B: Backend>(self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        match self {
+            Activation::Silu => silu(x),
+            Activation::GeluTanh => {
+                let k = (2.0 / std::f64::consts::PI).sqrt();
+                let cube = x.clone() * x.clone() * x.clone();
+                let inner = (x.clone() + cube.mul_scalar(0.044715)).mul_scalar(k);
+                x.mul_scalar(0.5) * inner.tanh().add_scalar(1.0)
+            }
+        }
+    }
 }
 
 impl MlpConfig {
@@ -33,6 +60,7 @@ impl MlpConfig {
             gate_proj: up.load(w, &format!("{prefix}.gate_proj"))?,
             up_proj: up.load(w, &format!("{prefix}.up_proj"))?,
             down_proj: down.load(w, &format!("{prefix}.down_proj"))?,
+            activation: self.activation,
         })
     }
 }
@@ -43,13 +71,14 @@ pub struct Mlp<B: Backend> {
     gate_proj: Linear<B>,
     up_proj: Linear<B>,
     down_proj: Linear<B>,
+    activation: Activation,
 }
 
 impl<B: Backend> Mlp<B> {
     /// # Shapes
     /// `x`: `[n, hidden]` → `[n, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        let gate = silu(self.gate_proj.forward(x.clone()));
+        let gate = self.activation.forward(self.gate_proj.forward(x.clone()));
         self.down_proj.forward(gate * self.up_proj.forward(x))
     }
 }

@@ -32,7 +32,7 @@ pub use attention::AttentionConfig;
 pub use block::DecoderLayerConfig;
 pub use embedding::EmbeddingConfig;
 pub use linear::LinearConfig;
-pub use mlp::MlpConfig;
+pub use mlp::{Activation, MlpConfig};
 pub use norm::NormConfig;
 pub use rope::{RopeConfig, RopeScaling};
 pub use transformer::TransformerConfig;

@@ -1,5 +1,7 @@
 //! RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467) as transformers' `LlamaRMSNorm`:
 //! `y = w · x / sqrt(mean(x²) + ε)`, computed in `f32`: [`NormConfig`] → [`RmsNorm`].
+//! Gemma's `GemmaRMSNorm` scales by `1 + w` instead ([`NormConfig::unit_offset`]); the `1` is
+//! added to the weight in `f32` at load, as transformers adds it in `f32`.
 //!
 //! transformers multiplies by `rsqrt(mean(x²) + ε)`; we divide by the square root, which
 //! differs by at most an ulp or two.
@@ -17,18 +19,32 @@ pub struct NormConfig {
     pub dim: usize,
     /// ε added to the mean square (`rms_norm_eps`).
     pub eps: f64,
+    /// Whether the scale is `1 + w` (Gemma) rather than `w`.
+    pub unit_offset: bool,
 }
 
 impl NormConfig {
+    /// A plain (Llama) RMSNorm over `dim` features.
+    pub fn new(dim: usize, eps: f64) -> Self {
+        NormConfig {
+            dim,
+            eps,
+            unit_offset: false,
+        }
+    }
+
     /// Loads `{prefix}.weight` (`[dim]`).
     ///
     /// # Errors
     /// [`crate::Error::MissingTensor`], [`crate::Error::TensorShape`],
     /// [`crate::Error::TensorDtype`].
     pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<RmsNorm<B>> {
-        let weight = w
+        let mut weight = w
             .vector(&format!("{prefix}.weight"), self.dim)?
             .unsqueeze_dim(0);
+        if self.unit_offset {
+            weight = weight.add_scalar(1.0);
+        }
         Ok(RmsNorm {
             weight,
             eps: self.eps,

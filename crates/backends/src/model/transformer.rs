@@ -1,5 +1,7 @@
 //! The decoder-only transformer of the Llama family (`LlamaForCausalLM` and its Mistral and
-//! Qwen2 variants): embedding, pre-norm decoder layers, final RMSNorm, output projection.
+//! Qwen2 variants, and Qwen3 and Gemma 2/3 through the options of its modules): embedding,
+//! pre-norm decoder layers, final RMSNorm, output projection, and optionally final-logit
+//! softcapping (Gemma 2).
 //! [`TransformerConfig`] (built by a family from `config.json`) → [`Transformer`].
 
 use burn_tensor::backend::Backend;
@@ -25,8 +27,14 @@ pub struct TransformerConfig {
     pub layers: Vec<DecoderLayerConfig>,
     /// The final norm (`model.norm`).
     pub norm: NormConfig,
-    /// The rotary embedding shared by every layer.
+    /// The rotary embedding of every layer (of the global layers when there is a
+    /// `local_rope`).
     pub rope: RopeConfig,
+    /// The rotary embedding of the layers marked [`DecoderLayerConfig::local_rope`] (Gemma 3's
+    /// sliding layers use another base), or `None` when every layer uses `rope`.
+    pub local_rope: Option<RopeConfig>,
+    /// The final-logit softcap `cap` (logits become `cap·tanh(z/cap)`), or `None`.
+    pub final_logit_softcap: Option<f64>,
     /// The most positions a sequence may hold (`max_position_embeddings`).
     pub context_len: usize,
 }
@@ -68,12 +76,16 @@ impl TransformerConfig {
             .map(|(i, layer)| layer.load(&w, &format!("model.layers.{i}")))
             .collect::<Result<_>>()?;
         let norm = self.norm.load(&w, "model.norm")?;
+        let local = self.layers.iter().map(|l| l.local_rope).collect::<Vec<_>>();
         Ok(Transformer {
             embed_tokens,
             layers,
             norm,
             lm_head,
             rope: self.rope.init(),
+            local_rope: self.local_rope.map(|r| r.init()),
+            local,
+            final_logit_softcap: self.final_logit_softcap,
         })
     }
 }
@@ -95,6 +107,10 @@ pub struct Transformer<B: Backend> {
     norm: RmsNorm<B>,
     lm_head: Linear<B>,
     rope: Rope,
+    local_rope: Option<Rope>,
+    /// Per layer: whether it uses `local_rope`.
+    local: Vec<bool>,
+    final_logit_softcap: Option<f64>,
 }
 
 impl<B: Backend> Transformer<B> {
@@ -113,15 +129,29 @@ impl<B: Backend> Transformer<B> {
         let [n] = ids.dims();
         let past = cache.len();
         let rope = self.rope.tables::<B>(past, n, &ids.device());
+        let local_rope = self
+            .local_rope
+            .as_ref()
+            .map(|r| r.tables::<B>(past, n, &ids.device()));
         let mut x = self.embed_tokens.forward(ids);
-        for (layer, layer_cache) in self.layers.iter().zip(cache.layers_mut()) {
-            x = layer.forward(x, past, &rope, layer_cache);
+        for ((layer, layer_cache), &local) in
+            self.layers.iter().zip(cache.layers_mut()).zip(&self.local)
+        {
+            let tables = match (&local_rope, local) {
+                (Some(l), true) => l,
+                _ => &rope,
+            };
+            x = layer.forward(x, past, tables, layer_cache);
         }
         cache.advance(n);
         if positions == Positions::Last && n > 1 {
             x = x.narrow(0, n - 1, 1);
         }
-        self.lm_head.forward(self.norm.forward(x))
+        let logits = self.lm_head.forward(self.norm.forward(x));
+        match self.final_logit_softcap {
+            Some(cap) => logits.div_scalar(cap).tanh().mul_scalar(cap),
+            None => logits,
+        }
     }
 
     /// Number of decoder layers.

@@ -9,11 +9,14 @@ use sieve_core::Pipeline;
 use sieve_samplers::greedy::Greedy as GreedyStage;
 
 /// Every fixture directory name.
-pub const FIXTURES: [&str; 4] = [
+pub const FIXTURES: [&str; 7] = [
     "llama-gqa-tied",
     "llama-f32-linear",
     "qwen2-bias",
     "mistral-window-sharded",
+    "qwen3-headdim",
+    "gemma2-softcap",
+    "gemma3-window",
 ];
 
 /// The tolerance the logits must meet (max absolute difference).

@@ -30,7 +30,7 @@ use sieve_engine::{generate, FinishReason, GenerateOptions, Generation, Generati
 use crate::error::{write_stderr, Failure};
 use crate::plugins::PluginArgs;
 use crate::seed::random_seed;
-use crate::{model, pipeline};
+use crate::{chat, model, pipeline};
 
 /// Shown after `sieve generate --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -51,9 +51,12 @@ pub struct GenerateArgs {
     /// command line)
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
-    /// The prompt
-    #[arg(long, value_name = "TEXT")]
-    pub prompt: String,
+    /// The prompt (with --chat: the user message)
+    #[arg(long, value_name = "TEXT", required_unless_present = "messages")]
+    pub prompt: Option<String>,
+    /// Chat: the model's chat template applied to a conversation.
+    #[command(flatten)]
+    pub chat: chat::ChatArgs,
     /// The sampler pipeline (default: from generation_config.json, else
     /// "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)")
     #[arg(long, short = 's', value_name = "PIPELINE")]
@@ -129,7 +132,11 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         vocab: Some(&files.vocab),
     };
     let mut compiled = pipeline::compile(&text, registry, &cx)?;
-    let prompt = model::prompt_tokens(&files, Some(&args.prompt), None)?;
+    let prompt = if args.chat.active() {
+        chat::prompt_tokens(&files, &args.chat, args.prompt.as_deref())?
+    } else {
+        model::prompt_tokens(&files, args.prompt.as_deref(), None)?
+    };
     let context = files.dir.context_len();
     if prompt.len() > context {
         return Err(Failure::usage(format!(

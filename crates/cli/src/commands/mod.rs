@@ -20,3 +20,4 @@ pub mod compare;
 pub mod generate;
 pub mod logits;
 pub mod samplers;
+pub mod template;

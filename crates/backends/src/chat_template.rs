@@ -1,0 +1,600 @@
+//! Chat templates: the Jinja template a Hugging Face model directory ships to turn a list of
+//! messages into the prompt the model was trained on, rendered as transformers'
+//! `apply_chat_template` renders it.
+//!
+//! Where the template comes from (transformers' order): `chat_template.jinja`, else
+//! `tokenizer_config.json`'s `chat_template`, a string or a list of `{"name", "template"}`
+//! (the `default` one, or `tool_use` when tools are given and it exists).
+//!
+//! How it is rendered (transformers' `_compile_jinja_template`), with minijinja and
+//! minijinja-contrib's Python string and dict methods (`.strip()`, `.split()`,
+//! `.startswith()`, `.items()`, …):
+//! - `trim_blocks` and `lstrip_blocks` on, a single trailing newline of the template dropped;
+//! - `raise_exception(message)` fails the rendering with the message;
+//! - `tojson` is Python's `json.dumps` (`", "` and `": "` separators, non-ASCII kept, nothing
+//!   HTML-escaped; `indent`, `separators`, `sort_keys` and `ensure_ascii` arguments);
+//! - `strftime_now(format)` formats the local time;
+//! - the variables are `messages`, `add_generation_prompt`, `tools` (when given) and every
+//!   special token of `tokenizer_config.json` (`bos_token`, `eos_token`, `unk_token`,
+//!   `pad_token`, …), then the caller's extra variables (`enable_thinking`, …), which win.
+//!
+//! The rendered text holds the special tokens as text; encoding it without adding special
+//! tokens (transformers' `add_special_tokens=False`) turns them into their ids, and adds no
+//! second BOS.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Environment, ErrorKind, Value};
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::{Error, Result};
+
+/// `tokenizer_config.json`.
+pub const TOKENIZER_CONFIG_FILE: &str = "tokenizer_config.json";
+
+/// `chat_template.jinja`.
+pub const CHAT_TEMPLATE_FILE: &str = "chat_template.jinja";
+
+/// The special-token fields of `tokenizer_config.json` passed to the template.
+const SPECIAL_TOKENS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+];
+
+/// A model's chat template(s) and the special tokens it may refer to.
+#[derive(Debug, Clone)]
+pub struct ChatTemplate {
+    /// The file the templates came from (for errors).
+    path: PathBuf,
+    /// `(name, source)`; a single unnamed template is named `default`.
+    templates: Vec<(String, String)>,
+    /// `(field, token)`: `bos_token`, `eos_token`, … as `tokenizer_config.json` gives them.
+    special_tokens: Vec<(String, String)>,
+}
+
+/// One message of a conversation (OpenAI's `{"role", "content"}`), for callers that build a
+/// conversation rather than read one from JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Message {
+    /// `system`, `user`, `assistant`, `tool`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message with `role` and `content`.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+impl ChatTemplate {
+    /// Reads the chat template of the model directory `dir`: `chat_template.jinja` when
+    /// present, else `tokenizer_config.json`'s `chat_template`; the special tokens from
+    /// `tokenizer_config.json` when present.
+    ///
+    /// # Errors
+    /// [`Error::NoChatTemplate`] when there is none, [`Error::Io`] for an unreadable file,
+    /// [`Error::Json`] for a malformed `tokenizer_config.json` or `chat_template` field.
+    pub fn from_dir(dir: &Path) -> Result<Self> {
+        let config_path = dir.join(TOKENIZER_CONFIG_FILE);
+        let config: Option<Json> = match read_optional(&config_path)? {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| Error::Json {
+                path: config_path.clone(),
+                field: None,
+                message: e.to_string(),
+            })?),
+            None => None,
+        };
+        let special_tokens = config
+            .as_ref()
+            .map(|c| {
+                SPECIAL_TOKENS
+                    .iter()
+                    .filter_map(|&field| {
+                        let token = match c.get(field)? {
+                            Json::String(s) => s.clone(),
+                            // transformers 4.x may save an `AddedToken` as an object.
+                            Json::Object(o) => o.get("content")?.as_str()?.to_string(),
+                            _ => return None,
+                        };
+                        Some((field.to_string(), token))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let jinja_path = dir.join(CHAT_TEMPLATE_FILE);
+        if let Some(source) = read_optional(&jinja_path)? {
+            return Ok(ChatTemplate {
+                path: jinja_path,
+                templates: vec![("default".to_string(), source)],
+                special_tokens,
+            });
+        }
+        let field = config.as_ref().and_then(|c| c.get("chat_template"));
+        let bad = |message: &str| Error::Json {
+            path: config_path.clone(),
+            field: Some("chat_template".to_string()),
+            message: message.to_string(),
+        };
+        let templates = match field {
+            None | Some(Json::Null) => {
+                return Err(Error::NoChatTemplate {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Some(Json::String(s)) => vec![("default".to_string(), s.clone())],
+            Some(Json::Array(list)) => list
+                .iter()
+                .map(|entry| {
+                    let name = entry.get("name").and_then(Json::as_str);
+                    let source = entry.get("template").and_then(Json::as_str);
+                    match (name, source) {
+                        (Some(n), Some(s)) => Ok((n.to_string(), s.to_string())),
+                        _ => Err(bad("expected {\"name\": …, \"template\": …} entries")),
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?,
+            Some(_) => return Err(bad("expected a string or a list of named templates")),
+        };
+        Ok(ChatTemplate {
+            path: config_path,
+            templates,
+            special_tokens,
+        })
+    }
+
+    /// A template from its source, with the special tokens `(field, token)` it may refer to
+    /// (`("bos_token", "<s>")`); `path` only names it in errors.
+    pub fn from_source(
+        path: impl Into<PathBuf>,
+        source: impl Into<String>,
+        special_tokens: Vec<(String, String)>,
+    ) -> Self {
+        ChatTemplate {
+            path: path.into(),
+            templates: vec![("default".to_string(), source.into())],
+            special_tokens,
+        }
+    }
+
+    /// The names of the templates (`default` for a single one).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.templates.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The special token `field` (`"eos_token"`) of `tokenizer_config.json`, if given.
+    pub fn special_token(&self, field: &str) -> Option<&str> {
+        self.special_tokens
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, t)| t.as_str())
+    }
+
+    /// Renders `messages` with `add_generation_prompt` and no extra variables.
+    ///
+    /// # Errors
+    /// As [`ChatTemplate::render_json`].
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
+        let json = serde_json::to_string(messages).map_err(|e| self.error(e))?;
+        self.render_json(&json, add_generation_prompt, None)
+    }
+
+    /// Renders the conversation `messages_json` (a JSON array of OpenAI-style messages, or an
+    /// object with a `messages` array and optionally `tools`), with `add_generation_prompt`
+    /// and the extra variables of `kwargs_json` (a JSON object such as
+    /// `{"enable_thinking": false}`). Keys keep their order, as Python's dicts do.
+    ///
+    /// # Errors
+    /// [`Error::ChatTemplate`] for malformed JSON, a template that does not parse, or a
+    /// rendering that fails (the template's own `raise_exception` message included).
+    pub fn render_json(
+        &self,
+        messages_json: &str,
+        add_generation_prompt: bool,
+        kwargs_json: Option<&str>,
+    ) -> Result<String> {
+        let parsed: Value = serde_json::from_str(messages_json)
+            .map_err(|e| self.error(format!("messages: {e}")))?;
+        let (messages, mut tools) = match parsed.kind() {
+            ValueKind::Seq => (parsed, Value::UNDEFINED),
+            ValueKind::Map => (
+                parsed.get_attr("messages").unwrap_or(Value::UNDEFINED),
+                parsed.get_attr("tools").unwrap_or(Value::UNDEFINED),
+            ),
+            _ => return Err(self.error("messages: expected a JSON array or object")),
+        };
+        if messages.kind() != ValueKind::Seq {
+            return Err(self.error("messages: expected an array of messages"));
+        }
+        let kwargs: Value = match kwargs_json {
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| self.error(format!("kwargs: {e}")))?
+            }
+            None => Value::from(()),
+        };
+        if !(kwargs.is_none() || kwargs.kind() == ValueKind::Map) {
+            return Err(self.error("kwargs: expected a JSON object"));
+        }
+        if let Ok(t) = kwargs.get_attr("tools") {
+            if !t.is_undefined() {
+                tools = t;
+            }
+        }
+        let with_tools = !(tools.is_undefined() || tools.is_none());
+        let source = self.pick(with_tools)?;
+
+        let mut vars: Vec<(String, Value)> = self
+            .special_tokens
+            .iter()
+            .map(|(f, t)| (f.clone(), Value::from(t.as_str())))
+            .collect();
+        vars.push(("messages".to_string(), messages));
+        vars.push((
+            "add_generation_prompt".to_string(),
+            Value::from(add_generation_prompt),
+        ));
+        if with_tools {
+            vars.push(("tools".to_string(), tools));
+        }
+        if kwargs.kind() == ValueKind::Map {
+            for key in kwargs.try_iter().map_err(|e| self.error(e))? {
+                let value = kwargs.get_item(&key).map_err(|e| self.error(e))?;
+                let key = key.to_string();
+                vars.retain(|(k, _)| *k != key);
+                vars.push((key, value));
+            }
+        }
+        let context = Value::from(
+            vars.into_iter()
+                .collect::<std::collections::BTreeMap<String, Value>>(),
+        );
+
+        let env = environment();
+        let template = env
+            .template_from_str(source)
+            .map_err(|e| self.error(describe(&e)))?;
+        template
+            .render(context)
+            .map_err(|e| self.error(describe(&e)))
+    }
+
+    /// The template to use: `tool_use` when tools are given and it exists, else `default`
+    /// (else the only one).
+    fn pick(&self, with_tools: bool) -> Result<&str> {
+        let find = |name: &str| {
+            self.templates
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, s)| s.as_str())
+        };
+        let only = match self.templates.as_slice() {
+            [(_, only)] => Some(only.as_str()),
+            _ => None,
+        };
+        let chosen = if with_tools { find("tool_use") } else { None };
+        chosen.or_else(|| find("default")).or(only).ok_or_else(|| {
+            let names: Vec<_> = self.names().collect();
+            self.error(format!(
+                "no `default` template among the named ones ({})",
+                names.join(", ")
+            ))
+        })
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> Error {
+        Error::ChatTemplate {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// A file's text, or `None` when it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// A minijinja error with its cause chain and, where known, the template line.
+fn describe(e: &minijinja::Error) -> String {
+    let mut text = match e.kind() {
+        ErrorKind::InvalidOperation if e.detail().is_some() => {
+            e.detail().unwrap_or_default().to_string()
+        }
+        _ => e.to_string(),
+    };
+    if let Some(line) = e.line() {
+        if !text.contains("line") {
+            text.push_str(&format!(" (line {line})"));
+        }
+    }
+    text
+}
+
+/// The environment transformers renders chat templates in.
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build()
+        .expect("the default delimiters are valid");
+    env.set_syntax(syntax);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", raise_exception);
+    env.add_function("strftime_now", strftime_now);
+    env.add_filter("tojson", tojson);
+    env
+}
+
+/// `raise_exception(message)`: fails the rendering with `message`.
+fn raise_exception(message: String) -> std::result::Result<Value, minijinja::Error> {
+    Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+}
+
+/// `strftime_now(format)`: the local time in `format` (C `strftime` specifiers).
+fn strftime_now(format: String) -> std::result::Result<String, minijinja::Error> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+        minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: invalid format `{format}`"),
+        )
+    })?;
+    Ok(out)
+}
+
+/// `tojson`: Python's `json.dumps(value, ensure_ascii=False, indent=None, separators=None,
+/// sort_keys=False)` with those arguments, as transformers defines the filter.
+fn tojson(value: &Value, kwargs: Kwargs) -> std::result::Result<String, minijinja::Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        None => None,
+        Some(v) if v.is_none() => None,
+        Some(v) => match v.as_i64() {
+            Some(n) => Some(" ".repeat(n.max(0) as usize)),
+            None => Some(v.to_string()),
+        },
+    };
+    let separators: Option<Value> = kwargs.get("separators")?;
+    let (item_sep, key_sep) = match separators {
+        Some(v) if !v.is_none() => (
+            v.get_item_by_index(0)?.to_string(),
+            v.get_item_by_index(1)?.to_string(),
+        ),
+        _ if indent.is_some() => (",".to_string(), ": ".to_string()),
+        _ => (", ".to_string(), ": ".to_string()),
+    };
+    let options = JsonOptions {
+        indent,
+        item_sep,
+        key_sep,
+        sort_keys: kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false),
+        ensure_ascii: kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false),
+    };
+    kwargs.assert_all_used()?;
+    let mut out = String::new();
+    options.write(&mut out, value, 0)?;
+    Ok(out)
+}
+
+/// The arguments of Python's `json.dumps` that `tojson` passes on.
+struct JsonOptions {
+    indent: Option<String>,
+    item_sep: String,
+    key_sep: String,
+    sort_keys: bool,
+    ensure_ascii: bool,
+}
+
+impl JsonOptions {
+    fn write(
+        &self,
+        out: &mut String,
+        v: &Value,
+        depth: usize,
+    ) -> std::result::Result<(), minijinja::Error> {
+        match v.kind() {
+            ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+            ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
+            ValueKind::Number => {
+                if v.is_integer() {
+                    out.push_str(&v.to_string());
+                } else {
+                    let f = f64::try_from(v.clone())?;
+                    out.push_str(&python_float(f));
+                }
+            }
+            ValueKind::String | ValueKind::Plain => {
+                self.string(out, v.as_str().unwrap_or(&v.to_string()))
+            }
+            ValueKind::Map => {
+                let mut keys: Vec<Value> = v.try_iter()?.collect();
+                if self.sort_keys {
+                    keys.sort_by_key(|k| k.to_string());
+                }
+                self.container(out, '{', '}', keys.len(), depth, |out, i| {
+                    let key = &keys[i];
+                    self.string(out, &key.to_string());
+                    out.push_str(&self.key_sep);
+                    self.write(out, &v.get_item(key)?, depth + 1)
+                })?;
+            }
+            _ => {
+                let items: Vec<Value> = v.try_iter()?.collect();
+                self.container(out, '[', ']', items.len(), depth, |out, i| {
+                    self.write(out, &items[i], depth + 1)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn container(
+        &self,
+        out: &mut String,
+        open: char,
+        close: char,
+        len: usize,
+        depth: usize,
+        mut item: impl FnMut(&mut String, usize) -> std::result::Result<(), minijinja::Error>,
+    ) -> std::result::Result<(), minijinja::Error> {
+        out.push(open);
+        if len == 0 {
+            out.push(close);
+            return Ok(());
+        }
+        let newline = |out: &mut String, level: usize| {
+            if let Some(ind) = &self.indent {
+                out.push('\n');
+                for _ in 0..level {
+                    out.push_str(ind);
+                }
+            }
+        };
+        for i in 0..len {
+            if i > 0 {
+                out.push_str(&self.item_sep);
+            }
+            newline(out, depth + 1);
+            item(out, i)?;
+        }
+        newline(out, depth);
+        out.push(close);
+        Ok(())
+    }
+
+    fn string(&self, out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 || (self.ensure_ascii && (c as u32) > 0x7e) => {
+                    let mut buf = [0u16; 2];
+                    for unit in c.encode_utf16(&mut buf) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+}
+
+/// Python's `repr` of a float: the shortest digits that round-trip, positional for exponents
+/// −4 ..= 15, else `d.ddde±XX`.
+fn python_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    let sci = format!("{f:e}"); // shortest round-trip digits: "-1.2345e-5"
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` has an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let body = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat((-point) as usize))
+        } else if point as usize >= digits.len() {
+            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
+        } else {
+            let (int, frac) = digits.split_at(point as usize);
+            format!("{int}.{frac}")
+        };
+        format!("{sign}{body}")
+    } else {
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{mantissa}e{esign}{:02}", exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_repr() {
+        for (f, s) in [
+            (1.0, "1.0"),
+            (0.5, "0.5"),
+            (-2.25, "-2.25"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (123456789.0, "123456789.0"),
+            (1.5e300, "1.5e+300"),
+            (0.1, "0.1"),
+        ] {
+            assert_eq!(python_float(f), s, "{f}");
+        }
+    }
+
+    #[test]
+    fn strftime_now_formats_the_current_time() {
+        let t = ChatTemplate::from_source("t", "{{ strftime_now('%Y') }}", vec![]);
+        let year = t.render(&[], false).unwrap();
+        assert_eq!(year, chrono::Local::now().format("%Y").to_string());
+    }
+
+    #[test]
+    fn raise_exception_fails_with_its_message() {
+        let t = ChatTemplate::from_source(
+            "t",
+            "{% if messages | length == 0 %}{{ raise_exception('no messages!') }}{% endif %}",
+            vec![],
+        );
+        let e = t.render(&[], true).unwrap_err();
+        assert!(e.to_string().contains("no messages!"), "{e}");
+    }
+
+    #[test]
+    fn named_templates_pick_tool_use_with_tools() {
+        let t = ChatTemplate {
+            path: "x".into(),
+            templates: vec![
+                ("default".into(), "plain".into()),
+                ("tool_use".into(), "tools: {{ tools | length }}".into()),
+            ],
+            special_tokens: vec![],
+        };
+        assert_eq!(t.render_json("[]", false, None).unwrap(), "plain");
+        assert_eq!(
+            t.render_json(r#"{"messages": [], "tools": [{"a": 1}]}"#, false, None)
+                .unwrap(),
+            "tools: 1"
+        );
+    }
+}
