@@ -7,6 +7,7 @@
 //! - [`pipeline`]: the run's one stage [`sieve_core::Registry`] (built-ins and the stages of
 //!   the plugins found by [`plugins`]) and compiling `--sampler` text against it;
 //! - [`model`]: opening a model directory (configuration and tokenizer first, weights last);
+//!   [`embedded`]: the models inside the binary;
 //! - [`input`]: reading `--logits`/`--probs` lists and files and token-id lists;
 //! - [`stats`], [`seed`], [`error`]: timing summaries, the run's seed, failures and exit codes.
 //!
@@ -21,6 +22,7 @@
 pub mod chat;
 pub mod cli;
 pub mod commands;
+pub mod embedded;
 pub mod error;
 pub mod input;
 pub mod model;

@@ -1,40 +1,19 @@
-//! Opening the model a command runs on: a Hugging Face directory (`--model DIR`) or, for
-//! `generate` without one, the tiny model embedded in the binary; and `--backend`.
+//! Opening the model a command runs on: a Hugging Face directory (`--model DIR`), or one of the
+//! models embedded in the binary ([`crate::embedded`]: the default, or `--model embedded` /
+//! `--model embedded-draft`); and `--backend`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer};
 use sieve_core::Vocab;
 
+use crate::embedded;
 use crate::error::{Failure, ResultExt};
 
 /// The backend used when `--backend` is not given: the faster CPU backend on the 135M-shaped
 /// benchmark (see the README's model section).
 pub const DEFAULT_BACKEND: BackendKind = BackendKind::Flex;
-
-/// The files of the embedded model: `tests/fixtures/models/llama-gqa-tied`, a 2-layer Llama with
-/// random weights and a 300-token BPE tokenizer (made by `tools/make_fixtures.py`). It lets
-/// `sieve generate` run on a fresh clone with no download; its text is random.
-const EMBEDDED: [(&str, &[u8]); 4] = [
-    (
-        "config.json",
-        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/config.json"),
-    ),
-    (
-        "generation_config.json",
-        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/generation_config.json"),
-    ),
-    (
-        "tokenizer.json",
-        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/tokenizer.json"),
-    ),
-    (
-        "model.safetensors",
-        include_bytes!("../../../tests/fixtures/models/llama-gqa-tied/model.safetensors"),
-    ),
-];
 
 /// A model directory whose small files are read (configuration, generation defaults,
 /// tokenizer) and whose weights are not: enough to tokenize a prompt and to build stages that
@@ -79,9 +58,10 @@ pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
 /// # Errors
 /// Usage: a directory that is missing, malformed, or of an unsupported architecture.
 pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
-    let path = match dir {
-        Some(dir) => dir.to_path_buf(),
-        None => embedded_dir().runtime()?,
+    let path = match dir.map(|d| (d, embedded::named(d))) {
+        Some((_, Some(model))) => model.dir().runtime()?,
+        Some((dir, None)) => dir.to_path_buf(),
+        None => embedded::TARGET.dir().runtime()?,
     };
     let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
     let dir = ModelDir::open(&path).map_err(at)?;
@@ -143,26 +123,6 @@ fn weights_bar() -> ProgressBar {
     bar
 }
 
-/// Writes the embedded model to a directory under the system's temporary directory (once per
-/// content) and returns it.
-fn embedded_dir() -> anyhow::Result<PathBuf> {
-    let hash = EMBEDDED
-        .iter()
-        .flat_map(|(_, bytes)| bytes.iter())
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
-    let dir = std::env::temp_dir().join(format!("sieve-embedded-model-{hash:016x}"));
-    for (name, bytes) in EMBEDDED {
-        let path = dir.join(name);
-        if std::fs::read(&path).ok().as_deref() != Some(bytes) {
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(dir)
-}
-
 /// The prompt's token ids (with the tokenizer's special tokens, such as BOS, as transformers
 /// adds them), or the ids given with `--tokens`.
 ///
@@ -192,17 +152,4 @@ pub fn prompt_tokens(
         )));
     }
     Ok(ids)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_embedded_model_is_written_once_and_opens() {
-        let dir = embedded_dir().unwrap();
-        assert!(dir.join("config.json").is_file());
-        assert_eq!(embedded_dir().unwrap(), dir);
-        ModelDir::open(&dir).unwrap();
-    }
 }

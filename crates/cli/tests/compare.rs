@@ -106,7 +106,18 @@ fn compare_checks_its_input_before_loading_the_model() {
         "{}",
         run.stderr
     );
-    let run = sieve(&["compare", "--sampler", "greedy"]);
+    let empty = tempfile::NamedTempFile::new().unwrap();
+    let run = sieve(&[
+        "compare",
+        "--sampler",
+        "greedy",
+        "--prompts",
+        empty.path().to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("give --prompt"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the file has no prompt"),
+        "{}",
+        run.stderr
+    );
 }

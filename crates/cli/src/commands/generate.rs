@@ -46,9 +46,8 @@ pub const DEFAULT_MAX_TOKENS: usize = 128;
 /// `sieve generate`.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json); without
-    /// it, a tiny random model embedded in sieve (its text is noise: it is there to try the
-    /// command line)
+    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json), or
+    /// `embedded` / `embedded-draft` (the story models inside sieve); default: `embedded`
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// The prompt (with --chat: the user message)

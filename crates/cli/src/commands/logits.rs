@@ -14,7 +14,7 @@ use crate::model;
 /// `sieve logits`.
 #[derive(Debug, Args)]
 pub struct LogitsArgs {
-    /// A Hugging Face model directory
+    /// A Hugging Face model directory, or `embedded` / `embedded-draft`
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// The text to encode (with the tokenizer's special tokens, as transformers does)

@@ -18,7 +18,7 @@ use crate::model;
 /// `sieve bench model`.
 #[derive(Debug, Args)]
 pub struct BenchModelArgs {
-    /// A Hugging Face model directory
+    /// A Hugging Face model directory, or `embedded` / `embedded-draft`
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Tokens of the prompt prefilled in one pass

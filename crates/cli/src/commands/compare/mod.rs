@@ -32,19 +32,23 @@ pub const EXAMPLES: &str = "Examples:
   sieve compare --model ./SmolLM2-135M --prompts prompts.txt \\
       --sampler \"temp(0.7) | top_p(0.9)\" --sampler \"top_k(40) | temp(1.2)\" --json";
 
+/// The prompt when neither `--prompt` nor `--prompts` is given: the opening of the embedded
+/// model's stories.
+pub const DEFAULT_PROMPT: &str = "Once upon a time";
+
 /// Tokens generated per sample when `--max-tokens` is not given.
 pub const DEFAULT_MAX_TOKENS: usize = 64;
 
 /// `sieve compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// A Hugging Face model directory (default: the model embedded in sieve)
+    /// A Hugging Face model directory, or `embedded` / `embedded-draft` (default: `embedded`)
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// A pipeline to compare (repeatable; at least one)
     #[arg(long, short = 's', value_name = "PIPELINE", required = true)]
     pub sampler: Vec<String>,
-    /// A prompt (repeatable)
+    /// A prompt (repeatable; default: "Once upon a time")
     #[arg(long, value_name = "TEXT", conflicts_with = "prompts")]
     pub prompt: Vec<String>,
     /// A file of prompts, one per line (empty lines are skipped)
@@ -207,11 +211,12 @@ fn prompts(args: &CompareArgs) -> Result<Vec<String>, Failure> {
             .filter(|l| !l.trim().is_empty())
             .map(str::to_string)
             .collect(),
+        None if args.prompt.is_empty() => vec![DEFAULT_PROMPT.to_string()],
         None => args.prompt.clone(),
     };
     if texts.is_empty() {
         return Err(Failure::usage(
-            "give --prompt TEXT (repeatable) or --prompts FILE",
+            "--prompts: the file has no prompt (no non-empty line)",
         ));
     }
     Ok(texts)
