@@ -147,9 +147,38 @@ const EXTREME_INTS: &[&str] = &[
 
 /// Tokens of the language, for token soups and insertions.
 const TOKENS: &[&str] = &[
-    "(", ")", "|", ",", "=", "[", "]", "{", "}", ":", "\"", "'", " ", "\n", "\t", "\\", "\\u{",
-    "\\u{110000}", "\\u{D800}", "true", "false", "-", "+", ".", "e", "E", "#", "\0", "é", "😀",
-    "\u{202e}", "\r\n",
+    "(",
+    ")",
+    "|",
+    ",",
+    "=",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    "\"",
+    "'",
+    " ",
+    "\n",
+    "\t",
+    "\\",
+    "\\u{",
+    "\\u{110000}",
+    "\\u{D800}",
+    "true",
+    "false",
+    "-",
+    "+",
+    ".",
+    "e",
+    "E",
+    "#",
+    "\0",
+    "é",
+    "😀",
+    "\u{202e}",
+    "\r\n",
 ];
 
 impl Fuzzer {
@@ -183,9 +212,13 @@ impl Fuzzer {
         let source = match below(r, 100) {
             0..=7 => random_bytes(r),
             8..=17 => self.token_soup(r),
-            18..=52 => self.pipeline(r),
+            18..=52 => {
+                // Half of them clean (every value valid), so that many cases get to run.
+                let clean = below(r, 2) == 0;
+                self.pipeline(r, clean)
+            }
             53..=87 => {
-                let mut text = self.pipeline(r);
+                let mut text = self.pipeline(r, false);
                 for _ in 0..1 + below(r, 3) {
                     text = self.mutate(r, &text);
                 }
@@ -222,12 +255,12 @@ impl Fuzzer {
 
     /// A value for a parameter of `kind`, usually in its range, sometimes at its edges or far
     /// outside, sometimes of another type.
-    fn value(&self, r: &mut SieveRng, p: &ParamSpec, depth: usize) -> String {
-        if below(r, 12) == 0 {
+    fn value(&self, r: &mut SieveRng, p: &ParamSpec, depth: usize, clean: bool) -> String {
+        if !clean && below(r, 12) == 0 {
             return any_value(r, depth);
         }
         match p.kind {
-            ParamKind::Float | ParamKind::Int => number_for(r, p),
+            ParamKind::Float | ParamKind::Int => number_for(r, p, clean),
             ParamKind::Bool => pick(r, &["true", "false"]).to_string(),
             ParamKind::Str => string_literal(r),
             ParamKind::List => {
@@ -253,57 +286,65 @@ impl Fuzzer {
     }
 
     /// One stage with some of its arguments, by position, by name, or both.
-    fn stage(&self, r: &mut SieveRng, info: &StageInfo) -> String {
-        let name = if below(r, 10) == 0 {
+    fn stage(&self, r: &mut SieveRng, info: &StageInfo, clean: bool) -> String {
+        let name = if !clean && below(r, 10) == 0 {
             self.stage_name(r)
         } else {
             info.name.clone()
         };
-        if info.params.is_empty() || below(r, 8) == 0 {
+        let required = info.params.iter().any(|p| p.default.is_none());
+        if info.params.is_empty() || (below(r, 8) == 0 && !(clean && required)) {
             return match below(r, 3) {
                 0 => name,
                 1 => format!("{name}()"),
+                _ if clean => format!("{name}()"),
                 _ => format!("{name}({})", any_value(r, 0)),
             };
         }
         let mut args = Vec::new();
         let positional = below(r, 1 + info.params.len() as u64) as usize;
         for p in &info.params[..positional] {
-            args.push(self.value(r, p, 0));
+            args.push(self.value(r, p, 0, clean));
         }
         for p in &info.params[positional..] {
-            if below(r, 2) == 0 {
-                let pname = if below(r, 15) == 0 {
+            if below(r, 2) == 0 || (clean && p.default.is_none()) {
+                let pname = if !clean && below(r, 15) == 0 {
                     pick(r, &self.params).clone()
                 } else {
                     p.name.clone()
                 };
-                args.push(format!("{pname}={}", self.value(r, p, 0)));
+                args.push(format!("{pname}={}", self.value(r, p, 0, clean)));
             }
         }
-        if below(r, 15) == 0 {
+        if !clean && below(r, 15) == 0 {
             // An extra argument: too many positionals, or a parameter given twice.
             let p = pick(r, &info.params);
-            args.push(format!("{}={}", p.name, self.value(r, p, 0)));
+            args.push(format!("{}={}", p.name, self.value(r, p, 0, clean)));
         }
         let comma = if below(r, 6) == 0 { "," } else { "" };
         format!("{name}({}{comma})", args.join(", "))
     }
 
-    /// A pipeline of 1–6 stages from the registry, ending in a selector about half the time.
-    fn pipeline(&self, r: &mut SieveRng) -> String {
+    /// A pipeline of 1–6 stages from the registry, ending in a selector about half the time;
+    /// when `clean`, with names and numbers that are all valid (lists and maps may not be).
+    fn pipeline(&self, r: &mut SieveRng, clean: bool) -> String {
         let n = 1 + below(r, 6) as usize;
+        let body: Vec<&StageInfo> = self.stages.iter().filter(|s| !s.selector).collect();
         let mut parts: Vec<String> = (0..n)
             .map(|_| {
-                let info = pick(r, &self.stages);
-                self.stage(r, info)
+                let info = if clean && !body.is_empty() {
+                    *pick(r, &body)
+                } else {
+                    pick(r, &self.stages)
+                };
+                self.stage(r, info, clean)
             })
             .collect();
         if below(r, 2) == 0 {
             let selectors: Vec<&StageInfo> = self.stages.iter().filter(|s| s.selector).collect();
             if !selectors.is_empty() {
                 let info = *pick(r, &selectors);
-                parts.push(self.stage(r, info));
+                parts.push(self.stage(r, info, clean));
             }
         }
         let sep = pick(r, &[" | ", "|", "\n| ", " |\n\t"]);
@@ -324,10 +365,10 @@ impl Fuzzer {
             1 => {
                 let a = at(r);
                 let token: &str = match below(r, 4) {
-                    0 => pick(r, EXTREME_FLOATS),
-                    1 => pick(r, EXTREME_INTS),
-                    2 => pick(r, &self.names),
-                    _ => pick(r, TOKENS),
+                    0 => *pick(r, EXTREME_FLOATS),
+                    1 => *pick(r, EXTREME_INTS),
+                    2 => pick(r, &self.names).as_str(),
+                    _ => *pick(r, TOKENS),
                 };
                 bytes.splice(a..a, token.bytes());
             }
@@ -404,11 +445,11 @@ impl Fuzzer {
 
     /// Long inputs: many stages, long names, long numbers, long strings, much whitespace.
     fn long(&self, r: &mut SieveRng) -> String {
-        let n = 1000 + below(r, 20_000) as usize;
+        let n = 1000 + below(r, 10_000) as usize;
         match below(r, 6) {
             0 => {
-                let stage = self.pipeline(r);
-                vec![stage; n / 10].join(" | ")
+                let stage = self.pipeline(r, true);
+                vec![stage; n / 20].join(" | ")
             }
             1 => format!("{}(1)", "a".repeat(n * 10)),
             2 => format!("top_k({})", "9".repeat(n)),
@@ -423,11 +464,11 @@ impl Fuzzer {
         let mut text = String::new();
         for _ in 0..n {
             match below(r, 6) {
-                0 => text.push_str(pick(r, &self.names)),
-                1 => text.push_str(pick(r, &self.params)),
-                2 => text.push_str(pick(r, EXTREME_FLOATS)),
-                3 => text.push_str(pick(r, EXTREME_INTS)),
-                _ => text.push_str(pick(r, TOKENS)),
+                0 => text.push_str(pick(r, &self.names).as_str()),
+                1 => text.push_str(pick(r, &self.params).as_str()),
+                2 => text.push_str(*pick(r, EXTREME_FLOATS)),
+                3 => text.push_str(*pick(r, EXTREME_INTS)),
+                _ => text.push_str(*pick(r, TOKENS)),
             }
         }
         text
@@ -552,8 +593,11 @@ fn string_literal(r: &mut SieveRng) -> String {
     let mut s = String::from("\"");
     for _ in 0..n {
         match below(r, 10) {
-            0 => s.push_str(pick(r, &["\\n", "\\t", "\\\\", "\\\"", "\\0", "\\u{1F600}"])),
-            1 => s.push_str(pick(r, &["é", "😀", " ", "'", "\u{0}"])),
+            0 => s.push_str(*pick(
+                r,
+                &["\\n", "\\t", "\\\\", "\\\"", "\\0", "\\u{1F600}"],
+            )),
+            1 => s.push_str(*pick(r, &["é", "😀", " ", "'", "\u{0}"])),
             _ => s.push((b'a' + below(r, 26) as u8) as char),
         }
     }
@@ -563,7 +607,7 @@ fn string_literal(r: &mut SieveRng) -> String {
 
 /// A number for a numeric parameter: inside its range, at an edge (exactly, or just past
 /// it), or extreme.
-fn number_for(r: &mut SieveRng, p: &ParamSpec) -> String {
+fn number_for(r: &mut SieveRng, p: &ParamSpec, clean: bool) -> String {
     let int = p.kind == ParamKind::Int;
     let range = p.range.unwrap_or(sieve_core::Range::closed(-1e9, 1e9));
     let format = |x: f64| -> String {
@@ -575,6 +619,24 @@ fn number_for(r: &mut SieveRng, p: &ParamSpec) -> String {
             format!("{x:?}")
         }
     };
+    if clean {
+        return match below(r, 8) {
+            0 if range.min_inclusive && range.min.is_finite() => format(range.min),
+            1 if range.max_inclusive && range.max.is_finite() => format(range.max),
+            _ => {
+                // Strictly inside (open bounds stay open): the midpoint of a random point and
+                // the far side of the interval.
+                let lo = range.min.max(-1e6);
+                let hi = range.max.min(1e6);
+                let x = lo + (hi - lo) * (0.05 + 0.9 * r.next_f64());
+                if int {
+                    format(x.round().clamp(lo.ceil(), hi.floor()))
+                } else {
+                    format(x)
+                }
+            }
+        };
+    }
     match below(r, 10) {
         0..=3 => {
             let lo = range.min.max(-1e6);
@@ -589,7 +651,11 @@ fn number_for(r: &mut SieveRng, p: &ParamSpec) -> String {
             } else {
                 range.max
             };
-            let step = if int { 1.0 } else { edge.abs() * 1e-15 + 1e-300 };
+            let step = if int {
+                1.0
+            } else {
+                edge.abs() * 1e-15 + 1e-300
+            };
             format(edge + if below(r, 2) == 0 { step } else { -step })
         }
         7 => pick(r, EXTREME_INTS).to_string(),

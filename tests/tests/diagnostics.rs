@@ -241,15 +241,30 @@ fn integer_ranges_are_exact() {
         sieve_dsl::PipelineSpec::parse(ok, &registry).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
     for (bad, value, range) in [
-        ("dist(seed=9007199254740993)", "9007199254740993", "[-1, 9007199254740992]"),
-        ("dist(seed=9223372036854775807)", "9223372036854775807", "[-1, 9007199254740992]"),
+        (
+            "dist(seed=9007199254740993)",
+            "9007199254740993",
+            "[-1, 9007199254740992]",
+        ),
+        (
+            "dist(seed=9223372036854775807)",
+            "9223372036854775807",
+            "[-1, 9007199254740992]",
+        ),
         ("dist(seed=-2)", "-2", "[-1, 9007199254740992]"),
         ("top_k(4294967296)", "4294967296", "[0, 4294967295]"),
         ("top_k(-1)", "-1", "[0, 4294967295]"),
     ] {
         let err = sieve_dsl::PipelineSpec::parse(bad, &registry).unwrap_err();
-        assert_eq!(err.kind, sieve_dsl::DiagnosticKind::OutOfRange, "{bad}: {err}");
-        assert!(err.message.contains(&format!("= {value} is out of range")), "{bad}: {err}");
+        assert_eq!(
+            err.kind,
+            sieve_dsl::DiagnosticKind::OutOfRange,
+            "{bad}: {err}"
+        );
+        assert!(
+            err.message.contains(&format!("= {value} is out of range")),
+            "{bad}: {err}"
+        );
         assert_eq!(
             err.help.as_deref(),
             Some(format!("valid range is {range}").as_str()),

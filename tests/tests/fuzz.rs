@@ -6,7 +6,7 @@ use sieve_tests::fuzz::{run_case, Fuzzer, Outcome};
 
 /// Cases per run: enough to reach every generator and every stage many times, few enough to
 /// stay within seconds in a debug build.
-const CASES: u64 = 3000;
+const CASES: u64 = 2000;
 
 #[test]
 fn fuzz_smoke() {

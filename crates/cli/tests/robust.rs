@@ -300,7 +300,15 @@ fn a_sampling_failure_in_generate_says_its_cause_once() {
     // The embedded model has 300 tokens: ban them all.
     let bans: Vec<String> = (0..300).map(|i| format!("{i}: -inf")).collect();
     let pipeline = format!("logit_bias({{{}}})", bans.join(", "));
-    let run = sieve(&["generate", "--prompt", "Hi", "-n", "2", "--sampler", &pipeline]);
+    let run = sieve(&[
+        "generate",
+        "--prompt",
+        "Hi",
+        "-n",
+        "2",
+        "--sampler",
+        &pipeline,
+    ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let cause = "stage `logit_bias` left no finite candidate";
     assert_eq!(run.stderr.matches(cause).count(), 1, "{}", run.stderr);
@@ -315,7 +323,8 @@ fn bench_vocab_is_bounded() {
         let run = sieve(&["bench", "sampler", "-s", "greedy", "--vocab", vocab]);
         assert_eq!(run.code, 2, "{vocab}: {}", run.stderr);
         assert!(
-            run.stderr.contains(&format!("invalid value '{vocab}' for '--vocab <N>'"))
+            run.stderr
+                .contains(&format!("invalid value '{vocab}' for '--vocab <N>'"))
                 && run.stderr.contains("1..=134217728"),
             "{vocab}: {}",
             run.stderr
@@ -331,7 +340,11 @@ fn oversized_logits_files_are_refused_before_reading() {
     let cases = [
         ("big.f32", (1u64 << 27) * 4 + 4, "more than the 536870912"),
         ("big.json", (32 << 20) + 1, "more than the 33554432"),
-        ("big.npy", (1u64 << 27) * 8 + (64 << 10) + 1, "more than the 1073807360"),
+        (
+            "big.npy",
+            (1u64 << 27) * 8 + (64 << 10) + 1,
+            "more than the 1073807360",
+        ),
     ];
     for (name, size, message) in cases {
         let path = tmp.path().join(name);
@@ -344,7 +357,8 @@ fn oversized_logits_files_are_refused_before_reading() {
             let run = sieve(&command);
             assert_eq!(run.code, 2, "{command:?}: {}", run.stderr);
             assert!(
-                run.stderr.contains(&format!("the file is {size} bytes, {message}")),
+                run.stderr
+                    .contains(&format!("the file is {size} bytes, {message}")),
                 "{command:?}: {}",
                 run.stderr
             );

@@ -144,7 +144,10 @@ mod tests {
             s(f32::INFINITY, f32::NAN),
             r#"{"id":1,"logit":"inf","p":"nan"}"#
         );
-        assert_eq!(s(f32::NEG_INFINITY, 0.0), r#"{"id":1,"logit":"-inf","p":0.0}"#);
+        assert_eq!(
+            s(f32::NEG_INFINITY, 0.0),
+            r#"{"id":1,"logit":"-inf","p":0.0}"#
+        );
         let f = |x: f64| json_f64(&x, serde_json::value::Serializer).unwrap();
         assert_eq!(f(f64::INFINITY), "inf");
         assert_eq!(f(f64::NEG_INFINITY), "-inf");
