@@ -365,10 +365,10 @@ impl Fuzzer {
             1 => {
                 let a = at(r);
                 let token: &str = match below(r, 4) {
-                    0 => *pick(r, EXTREME_FLOATS),
-                    1 => *pick(r, EXTREME_INTS),
+                    0 => pick::<&str>(r, EXTREME_FLOATS),
+                    1 => pick::<&str>(r, EXTREME_INTS),
                     2 => pick(r, &self.names).as_str(),
-                    _ => *pick(r, TOKENS),
+                    _ => pick::<&str>(r, TOKENS),
                 };
                 bytes.splice(a..a, token.bytes());
             }
@@ -466,9 +466,9 @@ impl Fuzzer {
             match below(r, 6) {
                 0 => text.push_str(pick(r, &self.names).as_str()),
                 1 => text.push_str(pick(r, &self.params).as_str()),
-                2 => text.push_str(*pick(r, EXTREME_FLOATS)),
-                3 => text.push_str(*pick(r, EXTREME_INTS)),
-                _ => text.push_str(*pick(r, TOKENS)),
+                2 => text.push_str(pick::<&str>(r, EXTREME_FLOATS)),
+                3 => text.push_str(pick::<&str>(r, EXTREME_INTS)),
+                _ => text.push_str(pick::<&str>(r, TOKENS)),
             }
         }
         text
@@ -479,17 +479,17 @@ impl Fuzzer {
 ///
 /// # Errors
 /// The [`Panic`], with the case and the panic's message.
-pub fn run_case(registry: &Registry, case: &Case) -> Result<Outcome, Panic> {
+pub fn run_case(registry: &Registry, case: &Case) -> Result<Outcome, Box<Panic>> {
     catch_unwind(AssertUnwindSafe(|| run_unguarded(registry, case))).map_err(|payload| {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(a panic without a message)".to_string());
-        Panic {
+        Box::new(Panic {
             case: case.clone(),
             message,
-        }
+        })
     })
 }
 
@@ -593,11 +593,11 @@ fn string_literal(r: &mut SieveRng) -> String {
     let mut s = String::from("\"");
     for _ in 0..n {
         match below(r, 10) {
-            0 => s.push_str(*pick(
+            0 => s.push_str(pick::<&str>(
                 r,
                 &["\\n", "\\t", "\\\\", "\\\"", "\\0", "\\u{1F600}"],
             )),
-            1 => s.push_str(*pick(r, &["é", "😀", " ", "'", "\u{0}"])),
+            1 => s.push_str(pick::<&str>(r, &["é", "😀", " ", "'", "\u{0}"])),
             _ => s.push((b'a' + below(r, 26) as u8) as char),
         }
     }
