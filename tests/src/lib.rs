@@ -11,9 +11,12 @@
 //! - [`survivors`]: the candidates left after a step, with probabilities renormalized over
 //!   them, and their stable text form for snapshots;
 //! - [`sig`]: floats printed to six significant digits;
-//! - [`splitmix`]: the small deterministic generator behind the fixtures.
+//! - [`splitmix`]: the small deterministic generator behind the fixtures;
+//! - [`fuzz`]: the pipeline fuzzer (the `fuzz` example, and the smoke test every `cargo test`
+//!   runs).
 #![warn(missing_docs)]
 
+pub mod fuzz;
 pub mod logits;
 pub mod run;
 pub mod sig;

@@ -225,3 +225,50 @@ fn logit_bias_text_keys_resolve_with_a_vocabulary() {
         vec![(0, 2.0), (1, 1.5), (2, f32::NEG_INFINITY), (3, 0.0)]
     );
 }
+
+/// Integer ranges are checked exactly, not through `f64` (where 2^53 + 1 rounds to 2^53 and
+/// 4294967296 is still representable but 2^63 - 1 rounds up): the largest seed is 2^53 and
+/// the largest `k` is `u32::MAX`, and one more is refused with the usual diagnostic.
+#[test]
+fn integer_ranges_are_exact() {
+    let registry = sieve_samplers::builtin_registry();
+    for ok in [
+        "dist(seed=9007199254740992)",
+        "dist(seed=-1)",
+        "top_k(4294967295)",
+        "top_k(0)",
+    ] {
+        sieve_dsl::PipelineSpec::parse(ok, &registry).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for (bad, value, range) in [
+        (
+            "dist(seed=9007199254740993)",
+            "9007199254740993",
+            "[-1, 9007199254740992]",
+        ),
+        (
+            "dist(seed=9223372036854775807)",
+            "9223372036854775807",
+            "[-1, 9007199254740992]",
+        ),
+        ("dist(seed=-2)", "-2", "[-1, 9007199254740992]"),
+        ("top_k(4294967296)", "4294967296", "[0, 4294967295]"),
+        ("top_k(-1)", "-1", "[0, 4294967295]"),
+    ] {
+        let err = sieve_dsl::PipelineSpec::parse(bad, &registry).unwrap_err();
+        assert_eq!(
+            err.kind,
+            sieve_dsl::DiagnosticKind::OutOfRange,
+            "{bad}: {err}"
+        );
+        assert!(
+            err.message.contains(&format!("= {value} is out of range")),
+            "{bad}: {err}"
+        );
+        assert_eq!(
+            err.help.as_deref(),
+            Some(format!("valid range is {range}").as_str()),
+            "{bad}"
+        );
+    }
+}

@@ -15,6 +15,12 @@
 //! as `-inf`); `+inf` is rejected. As probabilities (`--probs`), a value must lie in `[0, 1]`
 //! and becomes `ln p` (`p = 0` gives `-inf`); the values need not sum to 1.
 //!
+//! # Limits
+//! At most [`MAX_LOGITS`] values (2^27 = 134 217 728, far above any real vocabulary: 512 MiB
+//! of `f32`). A file is refused before it is read when it is larger than its format needs for
+//! that many values (raw: 512 MiB; `.npy`: 1 GiB plus its header), and a `.json` file when it
+//! is larger than [`MAX_JSON_BYTES`] (32 MiB: parsing JSON takes several times its size).
+//!
 //! Error messages name the value by its 1-based position and its token id, and never name the
 //! flag (the caller adds it as context).
 
@@ -38,6 +44,12 @@ pub enum Scale {
     Probs,
 }
 
+/// The most values `--logits` / `--probs` (and `bench sampler --vocab`) accept: 2^27.
+pub const MAX_LOGITS: usize = 1 << 27;
+
+/// The largest `.json` logits file read.
+pub const MAX_JSON_BYTES: u64 = 32 << 20;
+
 /// Extensions that make a missing file an error instead of a comma list.
 const PATH_EXTENSIONS: [&str; 5] = [".json", ".npy", ".bin", ".f32", ".raw"];
 
@@ -50,6 +62,12 @@ pub fn load(arg: &str, scale: Scale) -> Result<Vec<f32>> {
     let values = read_values(arg)?;
     if values.is_empty() {
         bail!("no values given");
+    }
+    if values.len() > MAX_LOGITS {
+        bail!(
+            "{} values given; at most {MAX_LOGITS} are accepted",
+            values.len()
+        );
     }
     match scale {
         Scale::Logits => check_logits(&values)?,
@@ -81,16 +99,45 @@ fn looks_like_path(arg: &str) -> bool {
 
 /// Reads a file by its extension.
 fn read_file(path: &Path) -> Result<Vec<f32>> {
-    let bytes = std::fs::read(path)?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
+    let limit = match ext.as_deref() {
+        Some("json") => MAX_JSON_BYTES,
+        // float64 values and a header of at most 4 GiB… but no sane header is over 64 KiB.
+        Some("npy") => MAX_LOGITS as u64 * 8 + (64 << 10),
+        _ => MAX_LOGITS as u64 * 4,
+    };
+    let bytes = read_at_most(path, limit)?;
     match ext.as_deref() {
         Some("json") => json::parse(&bytes),
         Some("npy") => npy::parse(&bytes),
         _ => raw_f32(&bytes),
     }
+}
+
+/// The bytes of the file at `path`, refused (before reading more than `limit + 1` bytes)
+/// when it holds more than `limit`.
+fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let announced = file.metadata()?.len();
+    let too_large = |size: &str| {
+        anyhow::anyhow!(
+            "the file is {size} bytes, more than the {limit} this format needs for \
+             {MAX_LOGITS} values (the most accepted)"
+        )
+    };
+    if announced > limit {
+        return Err(too_large(&announced.to_string()));
+    }
+    let mut bytes = Vec::with_capacity(announced as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large("over"));
+    }
+    Ok(bytes)
 }
 
 /// Raw little-endian `f32` values.

@@ -292,3 +292,76 @@ fn a_closed_stdout_stops_generation_and_keeps_the_stats() {
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("finish reason cancelled"), "{err}");
 }
+
+/// Issue 8, item 10: a sampling failure during `generate` says its cause once (the engine's
+/// error includes the stage's message and does not also report it as its source).
+#[test]
+fn a_sampling_failure_in_generate_says_its_cause_once() {
+    // The embedded model has 300 tokens: ban them all.
+    let bans: Vec<String> = (0..300).map(|i| format!("{i}: -inf")).collect();
+    let pipeline = format!("logit_bias({{{}}})", bans.join(", "));
+    let run = sieve(&[
+        "generate",
+        "--prompt",
+        "Hi",
+        "-n",
+        "2",
+        "--sampler",
+        &pipeline,
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let cause = "stage `logit_bias` left no finite candidate";
+    assert_eq!(run.stderr.matches(cause).count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("sampling: "), "{}", run.stderr);
+}
+
+/// Issue 8, item 4: `bench sampler --vocab` is bounded (2^27 logits) with a clear error and
+/// exit 2, instead of aborting or growing without bound.
+#[test]
+fn bench_vocab_is_bounded() {
+    for vocab in ["134217729", "1000000000000", "18446744073709551615"] {
+        let run = sieve(&["bench", "sampler", "-s", "greedy", "--vocab", vocab]);
+        assert_eq!(run.code, 2, "{vocab}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("invalid value '{vocab}' for '--vocab <N>'"))
+                && run.stderr.contains("1..=134217728"),
+            "{vocab}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// A `--logits` file larger than 2^27 values needs is refused before it is read (the files
+/// here are sparse: nothing is written to disk), with exit 2.
+#[test]
+fn oversized_logits_files_are_refused_before_reading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        ("big.f32", (1u64 << 27) * 4 + 4, "more than the 536870912"),
+        ("big.json", (32 << 20) + 1, "more than the 33554432"),
+        (
+            "big.npy",
+            (1u64 << 27) * 8 + (64 << 10) + 1,
+            "more than the 1073807360",
+        ),
+    ];
+    for (name, size, message) in cases {
+        let path = tmp.path().join(name);
+        fs::File::create(&path).unwrap().set_len(size).unwrap();
+        let path = path.to_str().unwrap();
+        for command in [
+            vec!["apply", "-s", "greedy", "--logits", path],
+            vec!["bench", "sampler", "-s", "greedy", "--logits", path],
+        ] {
+            let run = sieve(&command);
+            assert_eq!(run.code, 2, "{command:?}: {}", run.stderr);
+            assert!(
+                run.stderr
+                    .contains(&format!("the file is {size} bytes, {message}")),
+                "{command:?}: {}",
+                run.stderr
+            );
+        }
+    }
+}

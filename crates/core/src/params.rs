@@ -226,6 +226,59 @@ impl Range {
         };
         above && below
     }
+    /// Whether the integer `i` lies in the interval, compared exactly (through `f64`,
+    /// 2^53 + 1 would round to 2^53 and pass a bound of 2^53).
+    pub fn contains_int(&self, i: i64) -> bool {
+        use core::cmp::Ordering::{Equal, Greater, Less};
+        let above = match cmp_int_float(i, self.min) {
+            Some(Greater) => true,
+            Some(Equal) => self.min_inclusive,
+            Some(Less) | None => false,
+        };
+        let below = match cmp_int_float(i, self.max) {
+            Some(Less) => true,
+            Some(Equal) => self.max_inclusive,
+            Some(Greater) | None => false,
+        };
+        above && below
+    }
+}
+
+/// Compares an integer with a float exactly (`None` when `x` is NaN).
+fn cmp_int_float(i: i64, x: f64) -> Option<core::cmp::Ordering> {
+    use core::cmp::Ordering::{Equal, Greater, Less};
+    // 2^63: every i64 is below it; -2^63 is i64::MIN.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if x.is_nan() {
+        return None;
+    }
+    if x >= TWO_63 {
+        return Some(Less);
+    }
+    if x < -TWO_63 {
+        return Some(Greater);
+    }
+    // Here `floor(x)` is in [-2^63, 2^63) and the cast is exact.
+    let floor = floor_exact(x);
+    let whole = floor as i64;
+    Some(match i.cmp(&whole) {
+        Equal if x > floor => Less,
+        other => other,
+    })
+}
+
+/// `x.floor()` without `std` (the crate builds for `no_std`): exact for every finite `x`.
+fn floor_exact(x: f64) -> f64 {
+    // Every float of magnitude 2^52 or more is whole already.
+    if x.abs() >= 4_503_599_627_370_496.0 {
+        return x;
+    }
+    let t = x as i64 as f64; // truncates toward zero; exact here
+    if t > x {
+        t - 1.0
+    } else {
+        t
+    }
 }
 
 impl fmt::Display for Range {
@@ -330,8 +383,15 @@ impl ParamSpec {
             (ParamKind::Float, Value::Int(i)) => Value::Float(*i as f64),
             _ => value.clone(),
         };
-        if let (Some(range), Some(x)) = (self.range, converted.as_f64()) {
-            if x.is_nan() || !range.contains(x) {
+        if let Some(range) = self.range {
+            let inside = match converted {
+                // Integers are compared exactly: through `f64`, 2^53 + 1 would pass a bound
+                // of 2^53.
+                Value::Int(i) => range.contains_int(i),
+                Value::Float(x) => !x.is_nan() && range.contains(x),
+                _ => true,
+            };
+            if !inside {
                 return Err(ParamError::OutOfRange {
                     param: self.name.clone(),
                     value: converted,
@@ -429,5 +489,26 @@ mod tests {
         let k = ParamSpec::int("k", 40, Range::at_least(0.0), "count");
         assert!(k.check(&Value::Float(1.0)).is_err());
         assert!(p.check(&Value::Float(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn integers_are_range_checked_exactly() {
+        let seed = ParamSpec::seed();
+        assert!(seed.check(&Value::Int(1 << 53)).is_ok());
+        assert!(seed.check(&Value::Int((1 << 53) + 1)).is_err());
+        assert!(seed.check(&Value::Int(i64::MAX)).is_err());
+        assert!(seed.check(&Value::Int(-1)).is_ok());
+        assert!(seed.check(&Value::Int(-2)).is_err());
+        let r = Range::open(-0.5, 2.5);
+        let inside: Vec<i64> = (-3..5).filter(|&i| r.contains_int(i)).collect();
+        assert_eq!(inside, vec![0, 1, 2]);
+        assert!(Range::at_least(0.0).contains_int(i64::MAX));
+        assert!(Range::greater_than(f64::NEG_INFINITY).contains_int(i64::MIN));
+        assert!(!Range::closed(9.3e18, f64::INFINITY).contains_int(i64::MAX));
+        assert!(Range::closed(-9.3e18, 0.0).contains_int(i64::MIN));
+        assert!(!Range::closed(f64::NAN, 1.0).contains_int(0));
+        let k = ParamSpec::int("k", 40, Range::closed(0.0, u32::MAX as f64), "count");
+        assert!(k.check(&Value::Int(u32::MAX as i64)).is_ok());
+        assert!(k.check(&Value::Int(u32::MAX as i64 + 1)).is_err());
     }
 }

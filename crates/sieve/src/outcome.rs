@@ -1,8 +1,46 @@
 //! What a step leaves behind, as plain serializable data: the surviving candidates with their
 //! probabilities, the token selected, and the distribution after every stage.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use sieve_core::Candidates;
+
+/// Serializes a float as a JSON number, or, where JSON has none, as the string `"inf"`,
+/// `"-inf"` or `"nan"`: the one spelling every `--json` output of sieve uses (serde_json
+/// alone would write `null`, which cannot tell the three apart).
+///
+/// # Errors
+/// The serializer's.
+pub fn json_float<S: Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    match *x {
+        // As an `f32`, so that it prints in its shortest `f32` form (`0.7310586`).
+        x if x.is_finite() => s.serialize_f32(x),
+        x => json_f64(&f64::from(x), s),
+    }
+}
+
+/// [`json_float`] for `f64`.
+///
+/// # Errors
+/// The serializer's.
+pub fn json_f64<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    match *x {
+        x if x.is_finite() => s.serialize_f64(x),
+        x if x.is_nan() => s.serialize_str("nan"),
+        x if x > 0.0 => s.serialize_str("inf"),
+        _ => s.serialize_str("-inf"),
+    }
+}
+
+/// [`json_f64`] for an optional `f64` (`None` is `null`).
+///
+/// # Errors
+/// The serializer's.
+pub fn json_opt_f64<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => json_f64(x, s),
+        None => s.serialize_none(),
+    }
+}
 
 /// One surviving candidate: its token id, its logit (any pending temperature applied) and its
 /// probability renormalized over the survivors.
@@ -10,9 +48,12 @@ use sieve_core::Candidates;
 pub struct Survivor {
     /// Token id.
     pub id: u32,
-    /// Logit after the stages so far.
+    /// Logit after the stages so far (in JSON, a non-finite one is `"inf"`, `"-inf"` or
+    /// `"nan"`: [`json_float`]).
+    #[serde(serialize_with = "json_float")]
     pub logit: f32,
     /// Softmax probability over the survivors.
+    #[serde(serialize_with = "json_float")]
     pub p: f32,
 }
 
@@ -92,6 +133,30 @@ pub fn by_probability(survivors: &[Survivor]) -> Vec<Survivor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_floats_serialize_as_named_strings() {
+        let s = |logit: f32, p: f32| serde_json::to_string(&Survivor { id: 1, logit, p }).unwrap();
+        assert_eq!(s(0.5, 0.25), r#"{"id":1,"logit":0.5,"p":0.25}"#);
+        // Shortest f32 form, not the f64 expansion.
+        assert_eq!(s(0.731_058_6, 1.0), r#"{"id":1,"logit":0.7310586,"p":1.0}"#);
+        assert_eq!(
+            s(f32::INFINITY, f32::NAN),
+            r#"{"id":1,"logit":"inf","p":"nan"}"#
+        );
+        assert_eq!(
+            s(f32::NEG_INFINITY, 0.0),
+            r#"{"id":1,"logit":"-inf","p":0.0}"#
+        );
+        let f = |x: f64| json_f64(&x, serde_json::value::Serializer).unwrap();
+        assert_eq!(f(f64::INFINITY), "inf");
+        assert_eq!(f(f64::NEG_INFINITY), "-inf");
+        assert_eq!(f(f64::NAN), "nan");
+        assert_eq!(f(-2.5), -2.5);
+        let o = |x: Option<f64>| json_opt_f64(&x, serde_json::value::Serializer).unwrap();
+        assert_eq!(o(None), serde_json::Value::Null);
+        assert_eq!(o(Some(f64::INFINITY)), "inf");
+    }
 
     #[test]
     fn survivors_skip_masked_and_renormalize() {

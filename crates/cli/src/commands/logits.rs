@@ -68,10 +68,19 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
             .runtime()?]
     };
     let text = if args.json {
+        // Non-finite logits as "inf" / "-inf" / "nan", like every `--json` output.
+        let row_json = |row: &Vec<f32>| -> Vec<serde_json::Value> {
+            row.iter()
+                .map(|&x| {
+                    sieve::outcome::json_float(&x, serde_json::value::Serializer)
+                        .unwrap_or(serde_json::Value::Null)
+                })
+                .collect()
+        };
         let logits = if args.all_positions {
-            json!(rows)
+            json!(rows.iter().map(row_json).collect::<Vec<_>>())
         } else {
-            json!(rows[0])
+            json!(row_json(&rows[0]))
         };
         format!("{}\n", json!({ "tokens": tokens, "logits": logits }))
     } else {

@@ -45,14 +45,19 @@ pub struct ModelReport {
     /// Decode steps timed.
     pub generated: usize,
     /// Seconds of the prefill (= time to first token, sampling aside).
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub time_to_first_token_s: f64,
     /// Prompt tokens per second of the prefill.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub prefill_tokens_per_s: f64,
     /// Median decode step, ms.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_median_ms: f64,
     /// 90th percentile decode step, ms.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_p90_ms: f64,
     /// 1 / median decode step.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_tokens_per_s: f64,
 }
 

@@ -29,8 +29,9 @@ pub struct BenchSamplerArgs {
     /// The pipeline to time
     #[arg(long, short, value_name = "PIPELINE")]
     pub sampler: String,
-    /// Vocabulary size: that many logits drawn from Normal(0, 2.5²) with a fixed seed
-    #[arg(long, value_name = "N", required_unless_present = "logits", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Vocabulary size (at most 134 217 728 = 2^27): that many logits drawn from
+    /// Normal(0, 2.5²) with a fixed seed
+    #[arg(long, value_name = "N", required_unless_present = "logits", value_parser = clap::value_parser!(u64).range(1..=crate::input::MAX_LOGITS as u64))]
     pub vocab: Option<u64>,
     /// Time on these logits instead (a file or a comma list)
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -64,20 +65,28 @@ pub struct BenchReport {
     pub iters: usize,
     /// Median time per token of the pipeline with the logits vector handed over (as
     /// `sieve generate` does), µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub median_us: f64,
     /// 90th percentile of the same, µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub p90_us: f64,
     /// Median time per token with the logits copied in from a slice, µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub copying_median_us: f64,
     /// 90th percentile of the same, µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub copying_p90_us: f64,
     /// Median time of the floor, µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub floor_median_us: f64,
     /// 90th percentile time of the floor, µs.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub floor_p90_us: f64,
     /// `median_us / floor_median_us`.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub ratio: f64,
     /// `copying_median_us / floor_median_us`.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub copying_ratio: f64,
 }
 

@@ -96,28 +96,39 @@ pub struct PipelineReport {
     /// Continuations generated (prompts × samples).
     pub samples: usize,
     /// Distinct unigrams over all unigrams.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub distinct_1: f64,
     /// Distinct bigrams over all bigrams.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub distinct_2: f64,
     /// Distinct trigrams over all trigrams.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub distinct_3: f64,
     /// Share of 4-grams repeating an earlier 4-gram of the same continuation.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub repeated_4gram_rate: f64,
     /// Mean bigram Jaccard similarity of the continuations of one prompt.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub pairwise_overlap: f64,
     /// Mean log-probability of the generated tokens under the raw model (`null`: no token).
+    #[serde(serialize_with = "sieve::outcome::json_opt_f64")]
     pub mean_logprob: Option<f64>,
     /// `exp(−mean_logprob)`.
+    #[serde(serialize_with = "sieve::outcome::json_opt_f64")]
     pub perplexity: Option<f64>,
     /// Mean entropy of the raw distribution per step, nats.
+    #[serde(serialize_with = "sieve::outcome::json_opt_f64")]
     pub mean_entropy: Option<f64>,
     /// Share of steps after which one finite candidate was left.
+    #[serde(serialize_with = "sieve::outcome::json_opt_f64")]
     pub single_candidate_share: Option<f64>,
     /// Mean generated tokens per continuation.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub mean_length: f64,
     /// Finish reasons.
     pub finish: Finishes,
     /// Wall time per generated token over all continuations, ms (not deterministic).
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub ms_per_token: f64,
 }
 
