@@ -118,10 +118,8 @@ mod tests {
             assert_eq!(model.dir().unwrap(), dir);
             ModelDir::open(&dir).unwrap();
         }
-        assert!(std::ptr::eq(
-            named(Path::new("embedded-draft")).unwrap(),
-            &DRAFT
-        ));
+        assert_eq!(named(Path::new("embedded-draft")).unwrap().name, DRAFT.name);
+        assert_eq!(named(Path::new("embedded")).unwrap().name, TARGET.name);
         assert!(named(Path::new("/tmp")).is_none());
         assert!(named(Path::new("no-such-model")).is_none());
     }

@@ -297,11 +297,14 @@ fn a_closed_stdout_stops_generation_and_keeps_the_stats() {
 /// error includes the stage's message and does not also report it as its source).
 #[test]
 fn a_sampling_failure_in_generate_says_its_cause_once() {
-    // The embedded model has 300 tokens: ban them all.
+    // The fixture model has 300 tokens: ban them all.
+    let model = fixture_model("llama-gqa-tied");
     let bans: Vec<String> = (0..300).map(|i| format!("{i}: -inf")).collect();
     let pipeline = format!("logit_bias({{{}}})", bans.join(", "));
     let run = sieve(&[
         "generate",
+        "--model",
+        &model,
         "--prompt",
         "Hi",
         "-n",
