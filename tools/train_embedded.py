@@ -4,8 +4,8 @@ smaller *draft* sharing one byte-level BPE tokenizer, on the grammar-generated s
 bf16 model.safetensors, tokenizer.json, generation_config.json, README.md card) plus the loss
 curve `docs/embedded-loss.png`.
 
-    /work/venv/bin/python tools/story_corpus.py /tmp/corpus
-    /work/venv/bin/python tools/train_embedded.py /tmp/corpus models/embedded
+    python3 tools/story_corpus.py /tmp/corpus
+    python tools/train_embedded.py /tmp/corpus models/embedded   # in the venv of tools/README.md
 
 Everything is seeded (corpus, tokenizer, initialisation, batches); torch runs on the CPU with
 the threads it finds. See models/embedded/*/README.md for the recipe, the wall time and the
@@ -147,8 +147,8 @@ def main():
     ap.add_argument('--seq', type=int, default=256)
     ap.add_argument('--context', type=int, default=1024)
     ap.add_argument('--batch', type=int, default=8)
-    ap.add_argument('--target-steps', type=int, default=1600)
-    ap.add_argument('--draft-steps', type=int, default=1200)
+    ap.add_argument('--target-steps', type=int, default=1200)
+    ap.add_argument('--draft-steps', type=int, default=900)
     ap.add_argument('--lr', type=float, default=3e-3)
     ap.add_argument('--seed', type=int, default=7)
     ap.add_argument('--eos-rate', type=float, default=0.25)
