@@ -368,3 +368,97 @@ fn oversized_logits_files_are_refused_before_reading() {
         }
     }
 }
+
+/// Sends SIGINT to `child` (with the system's `kill`, so the test needs no libc binding).
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}
+
+/// Waits at most two minutes for `child`, killing it (and failing) past that.
+fn wait_bounded(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("generate kept running after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 8, item 11: Ctrl-C during `generate` keeps what was generated: the streamed text and
+/// the stats with finish reason `cancelled`, or the `--json` report, then exit 130.
+#[test]
+#[cfg(unix)]
+fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
+    // The embedded model with EOS banned writes until its context (1024 tokens) ends: far
+    // longer than the moment the interrupt arrives.
+    let base = [
+        "generate",
+        "--prompt",
+        "Once upon a time",
+        "-n",
+        "1000",
+        "--seed",
+        "1",
+        "--sampler",
+        "logit_bias({2: -inf}) | dist",
+        "--stats",
+    ];
+    let spawn = |json: bool| {
+        Command::new(env!("CARGO_BIN_EXE_sieve"))
+            .args(base)
+            .args(if json { &["--json"][..] } else { &[][..] })
+            .env_remove("SIEVE_PLUGIN_PATH")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // Streaming: once text arrives, the handler is in place; interrupt then.
+    let mut child = spawn(false);
+    let mut first = [0u8; 1];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    interrupt(&child);
+    let status = wait_bounded(&mut child);
+    let (mut out, mut err) = (String::new(), String::new());
+    stdout.read_to_string(&mut out).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("finish reason cancelled"), "{err}");
+    // The streamed text ends as a finished line (the first byte was read above).
+    assert!(out.ends_with('\n'), "{out:?}");
+
+    // JSON: the report comes at the end, with the finish reason and the stats.
+    let mut child = spawn(true);
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(&child);
+    let status = wait_bounded(&mut child);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
+    assert_eq!(report["finish_reason"], "cancelled", "{report}");
+    let made = report["tokens"].as_array().unwrap().len();
+    assert!(made > 0 && made < 1000, "{report}");
+    assert_eq!(report["stats"]["generated_tokens"], made, "{report}");
+}
