@@ -14,7 +14,8 @@
 //! - `tojson` is Python's `json.dumps` (`", "` and `": "` separators, non-ASCII kept, nothing
 //!   HTML-escaped; `indent`, `separators`, `sort_keys` and `ensure_ascii` arguments);
 //! - `strftime_now(format)` formats the local time;
-//! - the variables are `messages`, `add_generation_prompt`, `tools` (when given) and every
+//! - the variables are `messages`, `add_generation_prompt`, `tools` and `documents` (`none`
+//!   when not given: defined, as transformers passes them) and every
 //!   special token of `tokenizer_config.json` (`bos_token`, `eos_token`, `unk_token`,
 //!   `pad_token`, …), then the caller's extra variables (`enable_thinking`, …), which win.
 //!
@@ -245,9 +246,11 @@ impl ChatTemplate {
             "add_generation_prompt".to_string(),
             Value::from(add_generation_prompt),
         ));
-        if with_tools {
-            vars.push(("tools".to_string(), tools));
-        }
+        // transformers always passes `tools` and `documents`, `None` when absent, so a
+        // template's `tools is defined` is true even without tools.
+        let none = || Value::from(());
+        vars.push(("tools".to_string(), if with_tools { tools } else { none() }));
+        vars.push(("documents".to_string(), none()));
         if kwargs.kind() == ValueKind::Map {
             for key in kwargs.try_iter().map_err(|e| self.error(e))? {
                 let value = kwargs.get_item(&key).map_err(|e| self.error(e))?;
@@ -578,6 +581,20 @@ mod tests {
         );
         let e = t.render(&[], true).unwrap_err();
         assert!(e.to_string().contains("no messages!"), "{e}");
+    }
+
+    #[test]
+    fn tools_and_documents_are_defined_and_none_without_tools() {
+        let t = ChatTemplate::from_source(
+            "t",
+            "{% if tools is defined %}d{% endif %}{% if tools is none %}n{% endif %}\
+             {% if documents is defined and documents is none %}D{% endif %}",
+            Vec::new(),
+        );
+        assert_eq!(
+            t.render_json(r#"{"messages": []}"#, false, None).unwrap(),
+            "dnD"
+        );
     }
 
     #[test]
