@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
+use sieve::outcome::json_f64;
 use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
 use sieve_engine::{generate, FinishReason, GenerateOptions, Generation, GenerationStats};
@@ -216,16 +217,36 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
 
 /// The stats as JSON: counts, seconds and tokens per second.
 fn stats_json(stats: &GenerationStats) -> serde_json::Value {
-    json!({
-        "prompt_tokens": stats.prompt_tokens,
-        "generated_tokens": stats.generated_tokens,
-        "time_to_first_token_s": stats.time_to_first_token.as_secs_f64(),
-        "prefill_s": stats.prefill_time.as_secs_f64(),
-        "prefill_tokens_per_s": stats.prefill_tokens_per_second(),
-        "decode_tokens_per_s": stats.decode_tokens_per_second(),
-        "sampling_s": stats.sampling_time.as_secs_f64(),
-        "total_s": stats.total_time.as_secs_f64(),
-    })
+    /// The stats as `--json` writes them (non-finite numbers as `"inf"`/`"nan"`, the CLI's one
+    /// spelling).
+    #[derive(serde::Serialize)]
+    struct StatsReport {
+        prompt_tokens: usize,
+        generated_tokens: usize,
+        #[serde(serialize_with = "json_f64")]
+        time_to_first_token_s: f64,
+        #[serde(serialize_with = "json_f64")]
+        prefill_s: f64,
+        #[serde(serialize_with = "json_f64")]
+        prefill_tokens_per_s: f64,
+        #[serde(serialize_with = "json_f64")]
+        decode_tokens_per_s: f64,
+        #[serde(serialize_with = "json_f64")]
+        sampling_s: f64,
+        #[serde(serialize_with = "json_f64")]
+        total_s: f64,
+    }
+    let report = StatsReport {
+        prompt_tokens: stats.prompt_tokens,
+        generated_tokens: stats.generated_tokens,
+        time_to_first_token_s: stats.time_to_first_token.as_secs_f64(),
+        prefill_s: stats.prefill_time.as_secs_f64(),
+        prefill_tokens_per_s: stats.prefill_tokens_per_second(),
+        decode_tokens_per_s: stats.decode_tokens_per_second(),
+        sampling_s: stats.sampling_time.as_secs_f64(),
+        total_s: stats.total_time.as_secs_f64(),
+    };
+    serde_json::to_value(report).unwrap_or_default()
 }
 
 /// `--stats` for people.
