@@ -293,3 +293,46 @@ fn a_pipeline_mistake_is_reported_before_the_model_is_opened() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains(missing), "{}", run.stderr);
 }
+
+#[test]
+fn tokens_stand_in_for_the_prompt() {
+    let text = ok_json(&[
+        "generate",
+        "--prompt",
+        "Once upon a time",
+        "-n",
+        "6",
+        "--sampler",
+        "greedy",
+        "--json",
+    ]);
+    let ids = ok_json(&[
+        "logits",
+        "--model",
+        "embedded",
+        "--prompt",
+        "Once upon a time",
+        "--json",
+    ])["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let by_ids = ok_json(&[
+        "generate",
+        "--tokens",
+        &ids,
+        "-n",
+        "6",
+        "--sampler",
+        "greedy",
+        "--json",
+    ]);
+    assert_eq!(by_ids["tokens"], text["tokens"]);
+    assert_eq!(by_ids["text"], text["text"]);
+    // Both at once is a usage error.
+    let run = sieve(&["generate", "--prompt", "x", "--tokens", "1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

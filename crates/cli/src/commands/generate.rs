@@ -52,8 +52,11 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// The prompt (with --chat: the user message)
-    #[arg(long, value_name = "TEXT", required_unless_present = "messages")]
+    #[arg(long, value_name = "TEXT", required_unless_present_any = ["messages", "tokens"])]
     pub prompt: Option<String>,
+    /// The prompt as token ids instead of text, e.g. 1,2,3 (used as they are: no BOS added)
+    #[arg(long, value_name = "IDS", conflicts_with_all = ["prompt", "chat", "messages", "system"])]
+    pub tokens: Option<String>,
     /// Chat: the model's chat template applied to a conversation.
     #[command(flatten)]
     pub chat: chat::ChatArgs,
@@ -135,7 +138,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     let prompt = if args.chat.active() {
         chat::prompt_tokens(&files, &args.chat, args.prompt.as_deref())?
     } else {
-        model::prompt_tokens(&files, args.prompt.as_deref(), None)?
+        model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?
     };
     let context = files.dir.context_len();
     if prompt.len() > context {
