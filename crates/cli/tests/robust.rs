@@ -271,17 +271,7 @@ fn a_closed_stdout_stops_generation_and_keeps_the_stats() {
         .read_exact(&mut first)
         .unwrap();
     drop(child.stdout.take());
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("generate kept running after its stdout closed");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_bounded(&mut child, "its stdout closed");
     let mut err = String::new();
     child
         .stderr
@@ -378,8 +368,9 @@ fn interrupt(child: &std::process::Child) {
     assert!(status.success());
 }
 
-/// Waits at most two minutes for `child`, killing it (and failing) past that.
-fn wait_bounded(child: &mut std::process::Child) -> std::process::ExitStatus {
+/// Waits at most two minutes for `child`, killing it (and failing, saying it kept running
+/// after `event`) past that.
+fn wait_bounded(child: &mut std::process::Child, event: &str) -> std::process::ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -387,7 +378,7 @@ fn wait_bounded(child: &mut std::process::Child) -> std::process::ExitStatus {
         }
         if Instant::now() > deadline {
             child.kill().unwrap();
-            panic!("generate kept running after Ctrl-C");
+            panic!("generate kept running after {event}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -429,7 +420,7 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
     let mut stdout = child.stdout.take().unwrap();
     stdout.read_exact(&mut first).unwrap();
     interrupt(&child);
-    let status = wait_bounded(&mut child);
+    let status = wait_bounded(&mut child, "Ctrl-C");
     let (mut out, mut err) = (String::new(), String::new());
     stdout.read_to_string(&mut out).unwrap();
     child
@@ -447,7 +438,7 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
     let mut child = spawn(true);
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&child);
-    let status = wait_bounded(&mut child);
+    let status = wait_bounded(&mut child, "Ctrl-C");
     let mut out = String::new();
     child
         .stdout
