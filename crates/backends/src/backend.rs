@@ -228,6 +228,10 @@ impl LanguageModel for LoadedModel {
         dispatch!(self, m => m.reset())
     }
 
+    fn truncate(&mut self, len: usize) {
+        dispatch!(self, m => m.truncate(len))
+    }
+
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
         self.forward_last(tokens).map_err(Into::into)
     }

@@ -68,6 +68,42 @@ fn decoding_with_the_cache_matches_transformers_and_a_full_recompute() {
 }
 
 #[test]
+fn truncating_the_cache_and_feeding_again_equals_never_having_fed() {
+    // The rollback of speculative decoding: feed 30 tokens, keep 12, feed a different
+    // continuation; the logits must equal a fresh run of the kept prefix plus it, on every
+    // family (sliding windows included) and backend.
+    for name in FIXTURES {
+        let f = fixture(name);
+        let tokens = &f.expected.tokens;
+        for kind in CPU {
+            let mut model = load(name, kind);
+            model.forward_all(&tokens[..30]).unwrap();
+            model.truncate(12);
+            assert_eq!(model.position(), 12, "{name} on {kind}");
+            let other: Vec<u32> = tokens[20..35].iter().rev().copied().collect();
+            let after = model.forward_all(&other).unwrap();
+            let mut fresh = load(name, kind);
+            let mut sequence = tokens[..12].to_vec();
+            sequence.extend(&other);
+            let expected = fresh.forward_all(&sequence).unwrap();
+            for (k, row) in after.iter().enumerate() {
+                let d = max_abs_diff(row, &expected[12 + k]);
+                assert!(
+                    d <= TOLERANCE,
+                    "{name} on {kind}: position {} after truncation differs by {d}",
+                    12 + k
+                );
+            }
+            // Truncating past the end changes nothing; to 0 starts over.
+            model.truncate(1000);
+            assert_eq!(model.position(), 12 + other.len());
+            model.truncate(0);
+            assert_eq!(model.position(), 0);
+        }
+    }
+}
+
+#[test]
 fn last_position_logits_equal_the_last_row_and_reset_starts_over() {
     for name in FIXTURES {
         let f = fixture(name);

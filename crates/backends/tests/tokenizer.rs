@@ -113,6 +113,9 @@ impl LanguageModel for Script {
         self.step = 0;
         self.position = 0;
     }
+    fn truncate(&mut self, len: usize) {
+        self.position = self.position.min(len);
+    }
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
         self.position += tokens.len();
         let mut logits = vec![0.0; self.vocab];

@@ -114,6 +114,9 @@ mod tests {
         fn reset(&mut self) {
             self.position = 0;
         }
+        fn truncate(&mut self, len: usize) {
+            self.position = self.position.min(len);
+        }
         fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
             self.calls.push(tokens.to_vec());
             self.position += tokens.len();

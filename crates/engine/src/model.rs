@@ -24,6 +24,12 @@ pub trait LanguageModel {
     /// Empties the sequence: the next [`LanguageModel::forward`] starts at position 0.
     fn reset(&mut self);
 
+    /// Forgets every token from position `len` on, so that the next
+    /// [`LanguageModel::forward`] continues after the first `len` tokens — the rollback of
+    /// speculative decoding after rejected draft tokens. A `len` at or beyond
+    /// [`LanguageModel::position`] changes nothing.
+    fn truncate(&mut self, len: usize);
+
     /// Appends `tokens` to the sequence (all of them in one pass: the prefill, or one decode
     /// step) and returns the logits (`vocab_size` values) of the token that follows the last
     /// of them.

@@ -48,6 +48,9 @@ impl LanguageModel for Script {
         self.position = 0;
         self.calls.clear();
     }
+    fn truncate(&mut self, len: usize) {
+        self.position = self.position.min(len);
+    }
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         assert!(
             self.position + tokens.len() <= self.context,
@@ -383,6 +386,7 @@ impl LanguageModel for Short {
         0
     }
     fn reset(&mut self) {}
+    fn truncate(&mut self, _len: usize) {}
     fn forward(&mut self, _tokens: &[u32]) -> Result<Vec<f32>> {
         Ok(vec![0.0; 3])
     }
@@ -455,6 +459,9 @@ impl LanguageModel for FailsToDecode {
     }
     fn reset(&mut self) {
         self.0.reset();
+    }
+    fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
     }
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         if self.0.calls.len() == 1 {
@@ -547,6 +554,7 @@ impl LanguageModel for NanModel {
         0
     }
     fn reset(&mut self) {}
+    fn truncate(&mut self, _len: usize) {}
     fn forward(&mut self, _tokens: &[u32]) -> Result<Vec<f32>> {
         Ok(vec![f32::NAN; 4])
     }

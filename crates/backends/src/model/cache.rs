@@ -30,6 +30,21 @@ impl<B: Backend> LayerCache<B> {
         self.kv = Some((k.clone(), v.clone()));
         (k, v)
     }
+
+    /// Keeps the first `len` positions (fewer held: nothing changes).
+    ///
+    /// # Shapes
+    /// `[kv_heads, held, head_dim]` → `[kv_heads, min(len, held), head_dim]`.
+    pub fn truncate(&mut self, len: usize) {
+        if let Some((k, v)) = self.kv.take() {
+            let held = k.dims()[1];
+            self.kv = match len.min(held) {
+                0 => None,
+                n if n == held => Some((k, v)),
+                n => Some((k.narrow(1, 0, n), v.narrow(1, 0, n))),
+            };
+        }
+    }
 }
 
 /// The cache of a whole model: one [`LayerCache`] per layer and the number of positions held.
@@ -62,6 +77,19 @@ impl<B: Backend> KvCache<B> {
     pub fn clear(&mut self) {
         let n = self.layers.len();
         *self = KvCache::new(n);
+    }
+
+    /// Keeps the first `len` positions of every layer (the rollback of speculative decoding:
+    /// the next token fed is at position `len`). Asking for more than is held changes
+    /// nothing.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        for layer in &mut self.layers {
+            layer.truncate(len);
+        }
+        self.len = len;
     }
 
     /// The layers' caches, to pass one to each layer in a forward pass.

@@ -94,6 +94,11 @@ impl<B: Backend> Model<B> {
         self.cache.clear();
     }
 
+    /// Forgets every position from `len` on (see [`KvCache::truncate`]).
+    pub fn truncate(&mut self, len: usize) {
+        self.cache.truncate(len);
+    }
+
     /// Feeds `tokens` after those already cached and returns the logits of the token that
     /// follows the last of them (`vocab_size` values).
     ///
@@ -176,6 +181,10 @@ impl<B: Backend> LanguageModel for Model<B> {
 
     fn reset(&mut self) {
         Model::reset(self);
+    }
+
+    fn truncate(&mut self, len: usize) {
+        Model::truncate(self, len);
     }
 
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
