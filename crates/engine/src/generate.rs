@@ -202,20 +202,17 @@ pub fn generate(
         {
             break FinishReason::Cancelled;
         }
-        // A vectorized read; only when it finds NaN or +inf does the slower count run.
-        if !sieve_core::math::none_nan_or_pos_inf(&logits) {
-            let nan = logits.iter().filter(|x| x.is_nan()).count();
-            if nan > 0 {
-                return Err(Error::ModelNan {
-                    step: history.len() - prompt.len(),
-                    count: nan,
-                    vocab: vocab_size,
-                });
-            }
-        }
         let raw = options.step_stats.then(|| logits.clone());
         let t = Instant::now();
-        candidates.load_owned(std::mem::take(&mut logits));
+        // One vectorized read checks for NaN; only a vector that has some is read again.
+        let nan = candidates.load_owned(std::mem::take(&mut logits));
+        if nan > 0 {
+            return Err(Error::ModelNan {
+                step: history.len() - prompt.len(),
+                count: nan,
+                vocab: vocab_size,
+            });
+        }
         let cx = Context {
             history: &history,
             prompt_len: prompt.len(),

@@ -121,14 +121,20 @@ impl Candidates {
     /// one is does a second pass read NaN as `-inf` and `+inf` as `f32::MAX`, as
     /// [`Candidates::load`] does. Get the buffer back for the next step with
     /// [`Candidates::take_logits`].
-    pub fn load_owned(&mut self, logits: Vec<f32>) {
+    ///
+    /// Returns how many logits were NaN (counted in the second pass only, so a clean vector
+    /// costs one read), for callers that must blame their source for them.
+    pub fn load_owned(&mut self, logits: Vec<f32>) -> usize {
         self.logits = logits;
+        let mut nan = 0;
         if !math::none_nan_or_pos_inf(&self.logits) {
             for x in &mut self.logits {
+                nan += usize::from(x.is_nan());
                 *x = math::sanitize(*x);
             }
         }
         self.reset_dense();
+        nan
     }
 
     /// Replaces the candidates with sparse ones (`ids[i]` has logit `logits[i]`, out of a

@@ -31,7 +31,7 @@ fn load_reads_nan_as_neg_inf_and_pos_inf_as_max() {
 #[test]
 fn load_owned_reuses_the_buffer_and_reads_bad_values_like_load() {
     let mut c = Candidates::new();
-    c.load_owned(vec![2.0, f32::NAN, f32::INFINITY]);
+    assert_eq!(c.load_owned(vec![2.0, f32::NAN, f32::INFINITY]), 1);
     assert_eq!(
         pairs(&c),
         vec![(0, 2.0), (1, f32::NEG_INFINITY), (2, f32::MAX)]
@@ -40,7 +40,7 @@ fn load_owned_reuses_the_buffer_and_reads_bad_values_like_load() {
     assert!(c.is_empty());
     buffer.clear();
     buffer.extend_from_slice(&[0.5, 1.5]);
-    c.load_owned(buffer);
+    assert_eq!(c.load_owned(buffer), 0);
     c.keep_top(1);
     assert_eq!(pairs(&c), vec![(1, 1.5)]);
 }
