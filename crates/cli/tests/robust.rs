@@ -47,13 +47,7 @@ fn generate_guarded(dir: &Path) -> (i32, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = stderr_of(&mut child);
             let code = status.code().expect("exited, not killed by a signal");
             return (code, err.replace(dir.to_str().unwrap(), "DIR"));
         }
@@ -272,13 +266,7 @@ fn a_closed_stdout_stops_generation_and_keeps_the_stats() {
         .unwrap();
     drop(child.stdout.take());
     let status = wait_bounded(&mut child, "its stdout closed");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("finish reason cancelled"), "{err}");
 }
@@ -359,6 +347,18 @@ fn oversized_logits_files_are_refused_before_reading() {
     }
 }
 
+/// Everything `child` wrote to its (piped) stderr.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr is piped")
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
 /// Sends SIGINT to `child` (with the system's `kill`, so the test needs no libc binding).
 fn interrupt(child: &std::process::Child) {
     let status = Command::new("kill")
@@ -421,14 +421,9 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
     stdout.read_exact(&mut first).unwrap();
     interrupt(&child);
     let status = wait_bounded(&mut child, "Ctrl-C");
-    let (mut out, mut err) = (String::new(), String::new());
+    let mut out = String::new();
     stdout.read_to_string(&mut out).unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("finish reason cancelled"), "{err}");
     // The streamed text ends as a finished line (the first byte was read above).
