@@ -81,6 +81,42 @@ impl Pipeline {
             .ok_or(Error::NoSelection { stage: last })
     }
 
+    /// The name of the last stage: the selector of a compiled pipeline (the DSL appends
+    /// `dist` to a pipeline that does not end in one). `None` for an empty pipeline.
+    pub fn selector(&self) -> Option<&str> {
+        self.stages.last().map(|(name, _)| name.as_str())
+    }
+
+    /// Runs every stage but the last (the selector), leaving in `candidates` the
+    /// distribution the selector would draw from: what beam search scores and what
+    /// speculative decoding compares between draft and target.
+    ///
+    /// # Errors
+    /// [`Error::NoFiniteCandidates`] naming the stage after which no finite candidate was
+    /// left, or a stage's own error. An empty pipeline transforms nothing.
+    pub fn transform(
+        &mut self,
+        candidates: &mut Candidates,
+        cx: &Context<'_>,
+    ) -> Result<(), Error> {
+        candidates.clear_selection();
+        if !candidates.has_finite() {
+            return Err(Error::NoFiniteCandidates {
+                stage: "(input)".to_string(),
+            });
+        }
+        let before_selector = self.stages.len().saturating_sub(1);
+        for (name, stage) in &mut self.stages[..before_selector] {
+            stage.apply(candidates, cx)?;
+            if !candidates.has_finite() {
+                return Err(Error::NoFiniteCandidates {
+                    stage: name.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Passes the chosen token to every stage.
     pub fn accept(&mut self, token: u32) {
         for (_, stage) in &mut self.stages {

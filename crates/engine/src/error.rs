@@ -40,6 +40,12 @@ pub enum Error {
         /// The vocabulary size.
         vocab: usize,
     },
+    /// A sequence handle the model does not hold (never opened, or closed).
+    #[error("{0} is not held by the model")]
+    UnknownSequence(crate::SeqId),
+    /// One step fed the same sequence twice.
+    #[error("{0} is fed twice in one step")]
+    DuplicateSequence(crate::SeqId),
     /// The sampler pipeline failed. The message includes the stage's error, which is
     /// therefore not also reported as this error's `source` (a report that prints the chain
     /// would say it twice).

@@ -16,6 +16,8 @@
 //! ```
 //!
 //! - [`model`]: the seams, [`LanguageModel`] and [`Detokenize`];
+//! - [`batch`]: the multi-sequence seam, [`BatchModel`] (open, fork, truncate, one step over
+//!   many sequences) and [`Sequence`], one of its sequences as a [`LanguageModel`];
 //! - [`generate()`](fn@generate) with [`GenerateOptions`], returning a [`Generation`];
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
@@ -28,6 +30,7 @@
 //! so its tests drive the loop with canned logits and a byte table.
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod bench;
 pub mod detok;
 mod error;
@@ -37,6 +40,7 @@ pub mod stats;
 pub mod step_stats;
 pub mod stop;
 
+pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
 pub use bench::{time_model, ModelTimings};
 pub use detok::IncrementalDecoder;
 pub use error::{BoxError, Error, Result};
