@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use sieve_core::{Candidates, Context, Pipeline, Vocab};
 
-use crate::detok::IncrementalDecoder;
+use crate::emit::{Emitter, EndRules};
 use crate::model::{Detokenize, LanguageModel};
 use crate::stats::{FinishReason, GenerationStats};
-use crate::step_stats::{raw_logprob_and_entropy, StepStats};
+use crate::step_stats::StepStats;
 use crate::stop::StopStrings;
 use crate::{Error, Result};
 
@@ -55,6 +55,21 @@ impl Default for GenerateOptions<'_> {
     }
 }
 
+impl GenerateOptions<'_> {
+    /// The rules that end a sequence under these options in a model of `context` tokens.
+    ///
+    /// # Errors
+    /// [`Error::EmptyStop`].
+    pub fn end_rules(&self, context: usize) -> Result<EndRules> {
+        Ok(EndRules {
+            max_tokens: self.max_tokens,
+            context,
+            eos: self.eos.clone(),
+            stops: StopStrings::new(&self.stop)?,
+        })
+    }
+}
+
 /// The result of [`generate`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
@@ -68,45 +83,6 @@ pub struct Generation {
     pub stats: GenerationStats,
     /// One entry per generated token when [`GenerateOptions::step_stats`] is set, else empty.
     pub steps: Vec<StepStats>,
-}
-
-/// Text decoded but not yet emitted, and what was emitted.
-struct Stream<'f> {
-    pending: String,
-    emitted: String,
-    on_text: &'f mut dyn FnMut(&str),
-}
-
-impl Stream<'_> {
-    fn emit(&mut self, text: &str) {
-        if !text.is_empty() {
-            (self.on_text)(text);
-            self.emitted.push_str(text);
-        }
-    }
-
-    /// Adds `delta`; emits what can no longer be part of a stop string. Returns `true` when a
-    /// stop string is complete (the text before it is emitted, the rest dropped).
-    fn push(&mut self, delta: &str, stops: &StopStrings) -> bool {
-        self.pending.push_str(delta);
-        if let Some(m) = stops.find(&self.pending) {
-            let before = self.pending[..m.start].to_string();
-            self.emit(&before);
-            self.pending.clear();
-            return true;
-        }
-        let keep = stops.partial_len(&self.pending);
-        let ready = self.pending.len() - keep;
-        let out: String = self.pending.drain(..ready).collect();
-        self.emit(&out);
-        false
-    }
-
-    /// Emits everything held back (the generation is over, so no stop string can complete).
-    fn finish(&mut self) {
-        let rest = std::mem::take(&mut self.pending);
-        self.emit(&rest);
-    }
 }
 
 /// Generates text after `prompt`.
@@ -139,11 +115,11 @@ pub fn generate(
     on_text: &mut dyn FnMut(&str),
 ) -> Result<Generation> {
     let start = Instant::now();
-    let stops = StopStrings::new(&options.stop)?;
     if prompt.is_empty() {
         return Err(Error::EmptyPrompt);
     }
     let context = model.context_len();
+    let rules = options.end_rules(context)?;
     if prompt.len() > context {
         return Err(Error::ContextOverflow {
             tokens: prompt.len(),
@@ -161,12 +137,6 @@ pub fn generate(
         prompt_tokens: prompt.len(),
         ..Default::default()
     };
-    let mut stream = Stream {
-        pending: String::new(),
-        emitted: String::new(),
-        on_text,
-    };
-    let mut history = prompt.to_vec();
     if options.max_tokens == 0 {
         stats.total_time = start.elapsed();
         return Ok(Generation {
@@ -177,7 +147,7 @@ pub fn generate(
             steps: Vec::new(),
         });
     }
-    let mut decoder = IncrementalDecoder::new(detokenizer, prompt)?;
+    let mut out = Emitter::new(detokenizer, prompt, on_text)?;
     let vocab_size = model.vocab_size();
 
     let t = Instant::now();
@@ -204,38 +174,28 @@ pub fn generate(
         }
         let raw = options.step_stats.then(|| logits.clone());
         let t = Instant::now();
+        let step = out.generated().len();
         // One vectorized read checks for NaN; only a vector that has some is read again.
         let nan = candidates.load_owned(std::mem::take(&mut logits));
         if nan > 0 {
             return Err(Error::ModelNan {
-                step: history.len() - prompt.len(),
+                step,
                 count: nan,
                 vocab: vocab_size,
             });
         }
         let cx = Context {
-            history: &history,
+            history: out.history(),
             prompt_len: prompt.len(),
             vocab: options.vocab,
-            step: history.len() - prompt.len(),
+            step,
         };
         let token = pipeline.sample(&mut candidates, &cx)?;
         pipeline.accept(token);
         sampling += t.elapsed();
         if let Some(raw) = raw {
-            let (logprob, entropy) = raw_logprob_and_entropy(&raw, token);
-            let survivors = candidates
-                .raw_logits()
-                .iter()
-                .filter(|&&x| x > f32::NEG_INFINITY)
-                .count();
-            steps.push(StepStats {
-                logprob,
-                entropy,
-                survivors,
-            });
+            steps.push(StepStats::of(&raw, token, &candidates));
         }
-        history.push(token);
         let now = Instant::now();
         let first = *first_at.get_or_insert_with(|| {
             stats.time_to_first_token = now - start;
@@ -243,42 +203,22 @@ pub fn generate(
         });
         stats.decode_time = now - first;
 
-        if options.eos.contains(&token) {
-            break FinishReason::Eos;
-        }
-        let delta = decoder.step(detokenizer, &history)?;
-        if stream.push(&delta, &stops) {
-            break FinishReason::Stop;
-        }
-        if history.len() - prompt.len() >= options.max_tokens || history.len() >= context {
-            break FinishReason::Length;
+        if let Some(finish) = out.push(detokenizer, token, &rules)? {
+            break finish;
         }
         let t = Instant::now();
         logits = model.forward(&[token])?;
         forward += t.elapsed();
     };
 
-    let mut finish = finish;
-    if finish != FinishReason::Stop {
-        let end = if finish == FinishReason::Eos {
-            history.len() - 1
-        } else {
-            history.len()
-        };
-        let rest = decoder.flush(detokenizer, &history[..end])?;
-        if stream.push(&rest, &stops) {
-            finish = FinishReason::Stop;
-        } else {
-            stream.finish();
-        }
-    }
-    stats.generated_tokens = history.len() - prompt.len();
+    let (text, tokens, finish) = out.finish(detokenizer, finish, &rules)?;
+    stats.generated_tokens = tokens.len();
     stats.sampling_time = sampling;
     stats.decode_forward_time = forward;
     stats.total_time = start.elapsed();
     Ok(Generation {
-        text: stream.emitted,
-        tokens: history[prompt.len()..].to_vec(),
+        text,
+        tokens,
         finish,
         stats,
         steps,

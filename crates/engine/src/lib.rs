@@ -19,6 +19,8 @@
 //! - [`batch`]: the multi-sequence seam, [`BatchModel`] (open, fork, truncate, one step over
 //!   many sequences) and [`Sequence`], one of its sequences as a [`LanguageModel`];
 //! - [`generate()`](fn@generate) with [`GenerateOptions`], returning a [`Generation`];
+//! - [`emit`]: [`Emitter`], one sequence's chosen tokens → EOS, limits, stop strings and
+//!   streamed text, shared by every generation mode;
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
@@ -33,6 +35,7 @@
 pub mod batch;
 pub mod bench;
 pub mod detok;
+pub mod emit;
 mod error;
 pub mod generate;
 pub mod model;
@@ -43,6 +46,7 @@ pub mod stop;
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
 pub use bench::{time_model, ModelTimings};
 pub use detok::IncrementalDecoder;
+pub use emit::{Emitter, EndRules};
 pub use error::{BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};

@@ -10,6 +10,7 @@
 //! the logits.
 
 use sieve_core::math::sanitize;
+use sieve_core::Candidates;
 
 /// The statistics of one generated token.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,6 +22,24 @@ pub struct StepStats {
     /// Candidates with a finite logit when the pipeline had chosen: 1 when truncation left a
     /// single one; a selector that does not truncate (`greedy`, `dist`) leaves more.
     pub survivors: usize,
+}
+
+impl StepStats {
+    /// The statistics of choosing `token` after the raw `logits`, with `candidates` as the
+    /// pipeline left them.
+    pub fn of(logits: &[f32], token: u32, candidates: &Candidates) -> Self {
+        let (logprob, entropy) = raw_logprob_and_entropy(logits, token);
+        let survivors = candidates
+            .raw_logits()
+            .iter()
+            .filter(|&&x| x > f32::NEG_INFINITY)
+            .count();
+        StepStats {
+            logprob,
+            entropy,
+            survivors,
+        }
+    }
 }
 
 /// `(ln p(token), H)` of the raw distribution given by `logits`; `(-inf, 0)` when no logit is
