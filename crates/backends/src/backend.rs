@@ -8,7 +8,7 @@ use std::str::FromStr;
 use burn_flex::{Flex, FlexDevice};
 use burn_ndarray::{NdArray, NdArrayDevice};
 
-use sieve_engine::LanguageModel;
+use sieve_engine::{BatchModel, Feed, LanguageModel, SeqId};
 
 use crate::hf::Checkpoint;
 use crate::model::{Model, TransformerConfig};
@@ -234,6 +234,40 @@ impl LanguageModel for LoadedModel {
 
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
         self.forward_last(tokens).map_err(Into::into)
+    }
+}
+
+impl BatchModel for LoadedModel {
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size()
+    }
+
+    fn context_len(&self) -> usize {
+        self.config().context_len
+    }
+
+    fn open(&mut self) -> SeqId {
+        dispatch!(self, m => m.open())
+    }
+
+    fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
+        dispatch!(self, m => m.fork(seq))
+    }
+
+    fn close(&mut self, seq: SeqId) {
+        dispatch!(self, m => m.close(seq))
+    }
+
+    fn position(&self, seq: SeqId) -> sieve_engine::Result<usize> {
+        dispatch!(self, m => BatchModel::position(m, seq))
+    }
+
+    fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
+        dispatch!(self, m => BatchModel::truncate(m, seq, len))
+    }
+
+    fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
+        dispatch!(self, m => m.step(feeds))
     }
 }
 

@@ -107,24 +107,30 @@ pub struct Attention<B: Backend> {
     logit_softcap: Option<f64>,
 }
 
+/// One sequence's share of a batched attention pass: its rows of the input, where it
+/// stands, its rotary tables and its cache.
+#[derive(Debug)]
+pub struct SeqAttention<'a, B: Backend> {
+    /// How many consecutive rows of the input are this sequence's new positions.
+    pub rows: usize,
+    /// How many positions its cache held before this pass.
+    pub past: usize,
+    /// The rotary tables of positions `past .. past + rows`.
+    pub rope: &'a RopeTables<B>,
+    /// Its cache for this layer (the new keys and values are appended).
+    pub cache: &'a mut LayerCache<B>,
+}
+
 impl<B: Backend> Attention<B> {
-    /// Attends the `n` new positions (after `past` cached ones) to everything before them and
-    /// appends their keys and values to `cache`.
+    /// Attends the new positions of several sequences, stacked row-wise in `x` in the order
+    /// of `seqs`: the projections run on all rows at once, attention runs per sequence
+    /// against its own cache (to which its new keys and values are appended).
     ///
     /// # Shapes
-    /// `x`: `[n, hidden]` → `[n, hidden]`.
-    pub fn forward(
-        &self,
-        x: Tensor<B, 2>,
-        past: usize,
-        rope: &RopeTables<B>,
-        cache: &mut LayerCache<B>,
-    ) -> Tensor<B, 2> {
+    /// `x`: `[Σ rows, hidden]` → `[Σ rows, hidden]`.
+    pub fn forward(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let groups = h / kv;
-        let device = x.device();
-        let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
         // The per-head norm sees each head's `d` features as one row.
         let head_norm = |t: Tensor<B, 2>, count: usize, norm: &RmsNorm<B>| {
             norm.forward(t.reshape([n * count, d]))
@@ -132,15 +138,48 @@ impl<B: Backend> Attention<B> {
         };
         let mut q = self.q_proj.forward(x.clone());
         let mut k = self.k_proj.forward(x.clone());
+        let v = self.v_proj.forward(x);
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q = head_norm(q, h, q_norm);
             k = head_norm(k, kv, k_norm);
         }
-        let q = rope.apply(heads(q, h));
-        let k = rope.apply(heads(k, kv));
-        let v = heads(self.v_proj.forward(x), kv);
-        let (k, v) = cache.append(k, v);
+        let mut outs = Vec::with_capacity(seqs.len());
+        let mut row = 0;
+        for seq in seqs.iter_mut() {
+            let rows = |t: &Tensor<B, 2>| t.clone().narrow(0, row, seq.rows);
+            outs.push(self.attend(rows(&q), rows(&k), rows(&v), seq));
+            row += seq.rows;
+        }
+        let out = if outs.len() == 1 {
+            outs.pop().unwrap_or_else(|| unreachable!())
+        } else {
+            Tensor::cat(outs, 0)
+        };
+        self.o_proj.forward(out)
+    }
 
+    /// Attention of one sequence's `n` new positions, given their projected queries, keys
+    /// and values.
+    ///
+    /// # Shapes
+    /// `q`: `[n, heads·d]`, `k`, `v`: `[n, kv_heads·d]` → `[n, heads·d]`.
+    fn attend(
+        &self,
+        q: Tensor<B, 2>,
+        k: Tensor<B, 2>,
+        v: Tensor<B, 2>,
+        seq: &mut SeqAttention<'_, B>,
+    ) -> Tensor<B, 2> {
+        let [n, _] = q.dims();
+        let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let groups = h / kv;
+        let device = q.device();
+        let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
+        let q = seq.rope.apply(heads(q, h));
+        let k = seq.rope.apply(heads(k, kv));
+        let (k, v) = seq.cache.append(k, heads(v, kv));
+
+        let past = seq.past;
         let q = q.reshape([kv, groups * n, d]).mul_scalar(self.scale);
         let mut scores = q.matmul(k.swap_dims(1, 2)); // [kv, groups·n, past + n]
         if let Some(cap) = self.logit_softcap {
@@ -151,7 +190,6 @@ impl<B: Backend> Attention<B> {
         }
         let probs = softmax(scores, 2);
         let out = probs.matmul(v); // [kv, groups·n, d]
-        let out = out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d]);
-        self.o_proj.forward(out)
+        out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d])
     }
 }

@@ -10,12 +10,10 @@
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-use super::attention::{Attention, AttentionConfig};
-use super::cache::LayerCache;
+use super::attention::{Attention, AttentionConfig, SeqAttention};
 use super::loader::Loader;
 use super::mlp::{Mlp, MlpConfig};
 use super::norm::{NormConfig, RmsNorm};
-use super::rope::RopeTables;
 use crate::Result;
 
 /// The parts of one [`DecoderLayer`].
@@ -78,20 +76,15 @@ pub struct DecoderLayer<B: Backend> {
 }
 
 impl<B: Backend> DecoderLayer<B> {
-    /// Runs the layer on the `n` new positions (after `past` cached ones).
+    /// Runs the layer on the new positions of the sequences in `seqs`, stacked row-wise in
+    /// `x` (see [`Attention::forward`]).
     ///
     /// # Shapes
-    /// `x`: `[n, hidden]` → `[n, hidden]`.
-    pub fn forward(
-        &self,
-        x: Tensor<B, 2>,
-        past: usize,
-        rope: &RopeTables<B>,
-        cache: &mut LayerCache<B>,
-    ) -> Tensor<B, 2> {
-        let attn =
-            self.self_attn
-                .forward(self.input_layernorm.forward(x.clone()), past, rope, cache);
+    /// `x`: `[Σ rows, hidden]` → `[Σ rows, hidden]`.
+    pub fn forward(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
+        let attn = self
+            .self_attn
+            .forward(self.input_layernorm.forward(x.clone()), seqs);
         match &self.feedforward_norms {
             None => {
                 let h = x + attn;

@@ -10,7 +10,9 @@
 //! section. No module reads `config.json`: a model family (`crate::families`) maps it onto
 //! these configs.
 //!
-//! Everything runs in `f32`; checkpoints in `f16`/`bf16` are widened on load. Batch size is 1.
+//! Everything runs in `f32`; checkpoints in `f16`/`bf16` are widened on load. A forward pass
+//! runs the new tokens of one or several sequences ([`Model`] as a `BatchModel`): their rows go
+//! through every projection together, attention runs per sequence on its own cache.
 
 pub mod attention;
 pub mod block;
@@ -26,7 +28,7 @@ pub mod transformer;
 
 use burn_tensor::backend::Backend;
 use burn_tensor::{Int, Tensor, TensorData};
-use sieve_engine::LanguageModel;
+use sieve_engine::{BatchModel, Error as EngineError, Feed, LanguageModel, LogitsAt, SeqId};
 
 pub use attention::AttentionConfig;
 pub use block::DecoderLayerConfig;
@@ -40,16 +42,22 @@ pub use transformer::TransformerConfig;
 use crate::hf::Checkpoint;
 use crate::{Error, Result};
 use cache::KvCache;
-use transformer::{Positions, Transformer};
+use transformer::{Positions, SeqInput, Transformer};
 
-/// A loaded model with its KV cache on one device: feed tokens, get logits.
+/// A loaded model with its KV caches on one device: feed tokens, get logits.
 ///
 /// Prefill feeds the whole prompt in one forward pass; each later call feeds the new tokens
-/// against the cache.
+/// against the cache. The single-sequence methods ([`Model::forward_last`],
+/// [`Model::forward_all`], [`LanguageModel`]) drive one sequence; [`BatchModel`] drives any
+/// number of others, several per forward pass.
 #[derive(Debug)]
 pub struct Model<B: Backend> {
     transformer: Transformer<B>,
+    /// The sequence of the single-sequence methods ([`Model::forward_last`],
+    /// [`LanguageModel`]).
     cache: KvCache<B>,
+    /// The sequences of [`BatchModel`], by [`SeqId`]: `None` is a free slot.
+    pool: Vec<Option<KvCache<B>>>,
     config: TransformerConfig,
     device: B::Device,
 }
@@ -69,6 +77,7 @@ impl<B: Backend> Model<B> {
         Ok(Model {
             transformer,
             cache,
+            pool: Vec::new(),
             config,
             device,
         })
@@ -131,8 +140,14 @@ impl<B: Backend> Model<B> {
             .collect())
     }
 
-    /// Checks `tokens` and moves them to the device.
+    /// Checks `tokens` for the single sequence and moves them to the device.
     fn ids(&self, tokens: &[u32]) -> Result<Tensor<B, 1, Int>> {
+        self.check(tokens, self.cache.len())?;
+        Ok(self.to_device(tokens))
+    }
+
+    /// Checks that `tokens` may be appended to a sequence holding `held` positions.
+    fn check(&self, tokens: &[u32], held: usize) -> Result<()> {
         if tokens.is_empty() {
             return Err(Error::EmptyPrompt);
         }
@@ -141,18 +156,141 @@ impl<B: Backend> Model<B> {
             return Err(Error::TokenOutOfRange { token, vocab_size });
         }
         let context = self.config.context_len;
-        let total = self.cache.len() + tokens.len();
+        let total = held + tokens.len();
         if total > context {
             return Err(Error::ContextOverflow {
                 tokens: total,
                 context,
             });
         }
+        Ok(())
+    }
+
+    /// Moves token ids to the device.
+    fn to_device(&self, tokens: &[u32]) -> Tensor<B, 1, Int> {
         let ids: Vec<i64> = tokens.iter().map(|&t| i64::from(t)).collect();
-        Ok(Tensor::from_data(
-            TensorData::new(ids, [tokens.len()]),
-            &self.device,
-        ))
+        Tensor::from_data(TensorData::new(ids, [tokens.len()]), &self.device)
+    }
+
+    /// The cache of `seq` in the pool.
+    fn pooled(&self, seq: SeqId) -> sieve_engine::Result<&KvCache<B>> {
+        self.pool
+            .get(seq.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(EngineError::UnknownSequence(seq))
+    }
+
+    /// Puts `cache` in the first free slot of the pool.
+    fn insert(&mut self, cache: KvCache<B>) -> SeqId {
+        let slot = match self.pool.iter().position(Option::is_none) {
+            Some(free) => free,
+            None => {
+                self.pool.push(None);
+                self.pool.len() - 1
+            }
+        };
+        self.pool[slot] = Some(cache);
+        SeqId(slot as u32)
+    }
+
+    /// Checks every feed of a step before anything runs, so that a bad one changes no
+    /// sequence.
+    fn check_feeds(&self, feeds: &[Feed<'_>]) -> sieve_engine::Result<()> {
+        for (i, feed) in feeds.iter().enumerate() {
+            let held = self.pooled(feed.seq)?.len();
+            if feeds[..i].iter().any(|f| f.seq == feed.seq) {
+                return Err(EngineError::DuplicateSequence(feed.seq));
+            }
+            self.check(feed.tokens, held)?;
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> BatchModel for Model<B> {
+    fn vocab_size(&self) -> usize {
+        self.config.vocab_size()
+    }
+
+    fn context_len(&self) -> usize {
+        self.config.context_len
+    }
+
+    fn open(&mut self) -> SeqId {
+        self.insert(KvCache::new(self.config.layers.len()))
+    }
+
+    fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
+        // Burn tensors are reference-counted and never written in place by the cache (an
+        // append makes new tensors), so the copy shares the prompt's keys and values.
+        let copy = self.pooled(seq)?.clone();
+        Ok(self.insert(copy))
+    }
+
+    fn close(&mut self, seq: SeqId) {
+        if let Some(slot) = self.pool.get_mut(seq.0 as usize) {
+            *slot = None;
+        }
+        while self.pool.last().is_some_and(Option::is_none) {
+            self.pool.pop();
+        }
+    }
+
+    fn position(&self, seq: SeqId) -> sieve_engine::Result<usize> {
+        Ok(self.pooled(seq)?.len())
+    }
+
+    fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
+        self.pooled(seq)?;
+        if let Some(Some(cache)) = self.pool.get_mut(seq.0 as usize) {
+            cache.truncate(len);
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
+        self.check_feeds(feeds)?;
+        if feeds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tokens: Vec<u32> = feeds.iter().flat_map(|f| f.tokens).copied().collect();
+        let ids = self.to_device(&tokens);
+        // Take the caches out of the pool for the pass, and put them back after.
+        let mut caches: Vec<KvCache<B>> = feeds
+            .iter()
+            .map(|f| {
+                self.pool[f.seq.0 as usize]
+                    .take()
+                    .unwrap_or_else(|| unreachable!())
+            })
+            .collect();
+        let mut seqs: Vec<SeqInput<'_, B>> = caches
+            .iter_mut()
+            .zip(feeds)
+            .map(|(cache, feed)| SeqInput {
+                rows: feed.tokens.len(),
+                cache,
+                positions: match feed.logits {
+                    LogitsAt::Last => Positions::Last,
+                    LogitsAt::All => Positions::All,
+                },
+            })
+            .collect();
+        let logits = self.transformer.forward_batch(ids, &mut seqs);
+        for (cache, feed) in caches.into_iter().zip(feeds) {
+            self.pool[feed.seq.0 as usize] = Some(cache);
+        }
+        let flat = read_f32(logits)?;
+        let vocab = self.config.vocab_size();
+        let mut rest = flat.as_slice();
+        Ok(feeds
+            .iter()
+            .map(|f| {
+                let (mine, tail) = rest.split_at(f.rows() * vocab);
+                rest = tail;
+                mine.to_vec()
+            })
+            .collect())
     }
 }
 

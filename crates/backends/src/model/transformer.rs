@@ -5,8 +5,9 @@
 //! [`TransformerConfig`] (built by a family from `config.json`) → [`Transformer`].
 
 use burn_tensor::backend::Backend;
-use burn_tensor::{Int, Tensor};
+use burn_tensor::{Int, Tensor, TensorData};
 
+use super::attention::SeqAttention;
 use super::block::{DecoderLayer, DecoderLayerConfig};
 use super::cache::KvCache;
 use super::embedding::{Embedding, EmbeddingConfig};
@@ -113,6 +114,18 @@ pub struct Transformer<B: Backend> {
     final_logit_softcap: Option<f64>,
 }
 
+/// One sequence's part of a batched forward pass: how many of the ids are its new tokens,
+/// its cache, and which of its positions get logits.
+#[derive(Debug)]
+pub struct SeqInput<'a, B: Backend> {
+    /// How many consecutive ids are this sequence's (at least one).
+    pub rows: usize,
+    /// Its cache (the new positions are appended).
+    pub cache: &'a mut KvCache<B>,
+    /// Which of its new positions get logits.
+    pub positions: Positions,
+}
+
 impl<B: Backend> Transformer<B> {
     /// Runs `ids` (already checked against the vocabulary) at the positions after those in
     /// `cache`, appends them to `cache`, and returns the logits.
@@ -127,25 +140,72 @@ impl<B: Backend> Transformer<B> {
         positions: Positions,
     ) -> Tensor<B, 2> {
         let [n] = ids.dims();
-        let past = cache.len();
-        let rope = self.rope.tables::<B>(past, n, &ids.device());
-        let local_rope = self
-            .local_rope
-            .as_ref()
-            .map(|r| r.tables::<B>(past, n, &ids.device()));
+        let mut seqs = [SeqInput {
+            rows: n,
+            cache,
+            positions,
+        }];
+        self.forward_batch(ids, &mut seqs)
+    }
+
+    /// Runs the new tokens of several sequences in one pass: `ids` holds each sequence's
+    /// tokens in the order of `seqs`. Embedding, norms, MLPs and every projection run on all
+    /// rows at once; attention runs per sequence against its own cache. Returns the logits
+    /// rows each sequence asked for, in order: one for [`Positions::Last`], `rows` for
+    /// [`Positions::All`].
+    ///
+    /// # Shapes
+    /// `ids`: `[Σ rows]` → `[Σ logits rows, vocab]`.
+    pub fn forward_batch(
+        &self,
+        ids: Tensor<B, 1, Int>,
+        seqs: &mut [SeqInput<'_, B>],
+    ) -> Tensor<B, 2> {
+        let device = ids.device();
+        let tables: Vec<_> = seqs
+            .iter()
+            .map(|s| {
+                let past = s.cache.len();
+                let global = self.rope.tables::<B>(past, s.rows, &device);
+                let local = self
+                    .local_rope
+                    .as_ref()
+                    .map(|r| r.tables::<B>(past, s.rows, &device));
+                (past, global, local)
+            })
+            .collect();
         let mut x = self.embed_tokens.forward(ids);
-        for ((layer, layer_cache), &local) in
-            self.layers.iter().zip(cache.layers_mut()).zip(&self.local)
-        {
-            let tables = match (&local_rope, local) {
-                (Some(l), true) => l,
-                _ => &rope,
-            };
-            x = layer.forward(x, past, tables, layer_cache);
+        for (l, (layer, &local)) in self.layers.iter().zip(&self.local).enumerate() {
+            let mut parts: Vec<SeqAttention<'_, B>> = seqs
+                .iter_mut()
+                .zip(&tables)
+                .map(|(s, (past, global, local_tables))| SeqAttention {
+                    rows: s.rows,
+                    past: *past,
+                    rope: match (local_tables, local) {
+                        (Some(t), true) => t,
+                        _ => global,
+                    },
+                    cache: &mut s.cache.layers_mut()[l],
+                })
+                .collect();
+            x = layer.forward(x, &mut parts);
         }
-        cache.advance(n);
-        if positions == Positions::Last && n > 1 {
-            x = x.narrow(0, n - 1, 1);
+        let mut keep = Vec::new();
+        let mut row = 0;
+        for s in seqs.iter_mut() {
+            s.cache.advance(s.rows);
+            match s.positions {
+                Positions::Last => keep.push(row + s.rows - 1),
+                Positions::All => keep.extend(row..row + s.rows),
+            }
+            row += s.rows;
+        }
+        if keep.len() < row {
+            let index: Vec<i64> = keep.iter().map(|&r| r as i64).collect();
+            let index =
+                Tensor::<B, 1, Int>::from_data(TensorData::new(index, [keep.len()]), &device);
+            x = x.select(0, index);
         }
         let logits = self.lm_head.forward(self.norm.forward(x));
         match self.final_logit_softcap {
