@@ -46,6 +46,14 @@ pub enum Error {
     /// One step fed the same sequence twice.
     #[error("{0} is fed twice in one step")]
     DuplicateSequence(crate::SeqId),
+    /// Speculative decoding was asked of a pipeline whose selector draws from no
+    /// distribution it exposes (`mirostat`, `mirostat_v2`, a plugin's selector): draft tokens
+    /// can only be accepted exactly against the distribution the selector draws from.
+    #[error("speculative decoding needs the distribution the selector draws from, and `{selector}` exposes none: end the pipeline with `dist` or `greedy`")]
+    UnsupportedSelector {
+        /// The last stage's name.
+        selector: String,
+    },
     /// The sampler pipeline failed. The message includes the stage's error, which is
     /// therefore not also reported as this error's `source` (a report that prints the chain
     /// would say it twice).

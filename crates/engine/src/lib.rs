@@ -25,6 +25,9 @@
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
 //!   uses ([`tokens_per_second`], [`Summary`]);
+//! - [`speculative`]: [`generate_speculative`], speculative decoding with a draft model or
+//!   prompt lookup (Leviathan et al. 2023), exact for `greedy` and `dist` pipelines;
+//! - [`chi_square`]: the two-sample chi-square test its distribution tests use;
 //! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
 //!
 //! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
@@ -34,11 +37,13 @@
 
 pub mod batch;
 pub mod bench;
+pub mod chi_square;
 pub mod detok;
 pub mod emit;
 mod error;
 pub mod generate;
 pub mod model;
+pub mod speculative;
 pub mod stats;
 pub mod step_stats;
 pub mod stop;
@@ -50,6 +55,7 @@ pub use emit::{Emitter, EndRules};
 pub use error::{BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
+pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};
