@@ -21,6 +21,7 @@
 //! - [`generate()`](fn@generate) with [`GenerateOptions`], returning a [`Generation`];
 //! - [`emit`]: [`Emitter`], one sequence's chosen tokens → EOS, limits, stop strings and
 //!   streamed text, shared by every generation mode;
+//! - [`parallel`]: [`generate_parallel`], K samples of one prompt decoded in one batch;
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
@@ -39,6 +40,7 @@ pub mod emit;
 mod error;
 pub mod generate;
 pub mod model;
+pub mod parallel;
 pub mod stats;
 pub mod step_stats;
 pub mod stop;
@@ -50,6 +52,7 @@ pub use emit::{Emitter, EndRules};
 pub use error::{BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
+pub use parallel::generate_parallel;
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};
