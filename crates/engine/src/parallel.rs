@@ -21,6 +21,9 @@ use crate::stats::{FinishReason, GenerationStats};
 use crate::step_stats::StepStats;
 use crate::{Error, Result};
 
+/// Where one sequence's text goes.
+type Sink<'a> = Box<dyn FnMut(&str) + 'a>;
+
 /// One running sequence.
 struct Running<'f> {
     seq: SeqId,
@@ -79,10 +82,10 @@ pub fn generate_parallel(
     }
     // Each sequence streams through its own callback, all forwarding to `on_text`.
     let on_text = std::cell::RefCell::new(on_text);
-    let mut sinks: Vec<Box<dyn FnMut(&str) + '_>> = (0..k)
+    let mut sinks: Vec<Sink<'_>> = (0..k)
         .map(|i| {
             let on_text = &on_text;
-            Box::new(move |text: &str| (on_text.borrow_mut())(i, text)) as Box<dyn FnMut(&str)>
+            Box::new(move |text: &str| (on_text.borrow_mut())(i, text)) as Sink<'_>
         })
         .collect();
 
@@ -114,7 +117,7 @@ pub fn generate_parallel(
                 out: Emitter::new(detokenizer, prompt, sink.as_mut())?,
                 steps: Vec::new(),
                 candidates: Candidates::new(),
-                vocab_size: vocab_size,
+                vocab_size,
             }));
         }
         let mut rows: Vec<Vec<f32>> = vec![logits; 1];
@@ -147,7 +150,7 @@ pub fn generate_parallel(
                         let r = running[i].take().unwrap_or_else(|| unreachable!());
                         model.close(r.seq);
                         let (text, tokens, finish) = r.out.finish(detokenizer, finish, &rules)?;
-                        let mut stats = stats.clone();
+                        let mut stats = stats;
                         stats.generated_tokens = tokens.len();
                         stats.decode_time = now - first;
                         stats.total_time = start.elapsed();
