@@ -495,10 +495,8 @@ impl Search<'_> {
             rows = model.step(&feeds)?;
             forward += t.elapsed();
             if rows.len() != feeds.len() {
-                return Err(Error::LogitsLength {
-                    expected: self.vocab_size,
-                    found: 0,
-                });
+                let message = format!("{} logits rows for {} feeds", rows.len(), feeds.len());
+                return Err(Error::Model(message.into()));
             }
         }
         Ok(())
@@ -551,31 +549,45 @@ impl Search<'_> {
     }
 
     /// The `K` best continuations over every beam, best first.
+    ///
+    /// The kept set is cut back to the `K` best whenever it reaches `4K` (at least 256);
+    /// then a continuation below the worst kept one (`floor`) cannot be among the `K` best
+    /// and is skipped, so a large vocabulary costs one comparison per token.
     fn rank(&self, scored: &[Option<Vec<f32>>]) -> Vec<Continuation> {
-        let mut all = Vec::new();
-        for (beam, (b, row)) in self.running.iter().zip(scored).enumerate() {
-            let Some(row) = row else { continue };
-            for (token, &x) in row.iter().enumerate() {
-                let total = b.score + x;
-                if total > f32::NEG_INFINITY {
-                    all.push(Continuation {
-                        beam,
-                        token: token as u32,
-                        total,
-                    });
-                }
-            }
-        }
         let order = |a: &Continuation, b: &Continuation| {
             b.total
                 .total_cmp(&a.total)
                 .then(a.beam.cmp(&b.beam))
                 .then(a.token.cmp(&b.token))
         };
-        if all.len() > self.k {
-            all.select_nth_unstable_by(self.k - 1, order);
-            all.truncate(self.k);
+        let k = self.k;
+        let cut = |all: &mut Vec<Continuation>| {
+            if all.len() > k {
+                all.select_nth_unstable_by(k - 1, order);
+                all.truncate(k);
+            }
+        };
+        let mut all = Vec::new();
+        let mut floor = f32::NEG_INFINITY;
+        for (beam, (b, row)) in self.running.iter().zip(scored).enumerate() {
+            let Some(row) = row else { continue };
+            for (token, &x) in row.iter().enumerate() {
+                let total = b.score + x;
+                // Ties with the floor are kept: their order is decided by beam and token.
+                if total > f32::NEG_INFINITY && total >= floor {
+                    all.push(Continuation {
+                        beam,
+                        token: token as u32,
+                        total,
+                    });
+                    if all.len() >= (4 * k).max(256) {
+                        cut(&mut all);
+                        floor = all.iter().map(|c| c.total).fold(f32::INFINITY, f32::min);
+                    }
+                }
+            }
         }
+        cut(&mut all);
         all.sort_unstable_by(order);
         all
     }
