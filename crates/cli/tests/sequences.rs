@@ -58,3 +58,50 @@ fn a_bad_count_is_a_usage_error() {
         assert!(out.stderr.contains("--num-return"), "{}", out.stderr);
     }
 }
+
+#[test]
+fn bench_model_times_batches() {
+    let report = ok_json(&[
+        "bench",
+        "model",
+        "--model",
+        "embedded",
+        "--prompt-len",
+        "8",
+        "--gen",
+        "3",
+        "--batch",
+        "1,3",
+        "--json",
+    ]);
+    let batches = report["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 2);
+    assert_eq!(batches[0]["batch"], 1);
+    assert_eq!(batches[1]["batch"], 3);
+    assert_eq!(batches[0]["speedup"], 1.0);
+    for b in batches {
+        assert!(b["tokens_per_s"].as_f64().unwrap() > 0.0, "{b}");
+        assert!(
+            b["step_p90_ms"].as_f64() >= b["step_median_ms"].as_f64(),
+            "{b}"
+        );
+    }
+    // Without --batch the report has no batches.
+    let plain = ok_json(&[
+        "bench",
+        "model",
+        "--model",
+        "embedded",
+        "--prompt-len",
+        "8",
+        "--gen",
+        "2",
+        "--json",
+    ]);
+    assert!(plain.get("batches").is_none());
+    for bad in ["0", "1,,2", "x", "257"] {
+        let out = sieve(&["bench", "model", "--model", "embedded", "--batch", bad]);
+        assert_eq!(out.code, 2, "--batch {bad}: {}", out.stderr);
+        assert!(out.stderr.contains("--batch"), "{}", out.stderr);
+    }
+}

@@ -1,8 +1,10 @@
 //! Timing a model without a sampler (for `sieve bench model`): one prefill, then single-token
-//! decode steps that feed back the most likely token.
+//! decode steps that feed back the most likely token ([`time_model`]); or the same decode
+//! steps for several sequences at once ([`time_batch`]).
 
 use std::time::{Duration, Instant};
 
+use crate::batch::{BatchModel, Feed};
 use crate::model::LanguageModel;
 use crate::stats::{tokens_per_second, Summary};
 use crate::{Error, Result};
@@ -78,6 +80,85 @@ pub fn time_model(
         prefill,
         decode,
     })
+}
+
+/// The timings of [`time_batch`]: decode steps of `batch` sequences at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchTimings {
+    /// Sequences per step.
+    pub batch: usize,
+    /// Each decode step (one token per sequence in, every sequence's logits read back).
+    pub decode: Vec<Duration>,
+}
+
+impl BatchTimings {
+    /// The median and 90th percentile step, in milliseconds (`None` without a step).
+    pub fn step_ms(&self) -> Option<Summary> {
+        let steps: Vec<f64> = self.decode.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        Summary::of(&steps)
+    }
+
+    /// Tokens per second over all sequences at the median step (0 without a step).
+    pub fn tokens_per_second(&self) -> f64 {
+        self.step_ms().map_or(0.0, |s| {
+            tokens_per_second(self.batch, Duration::from_secs_f64(s.median / 1e3))
+        })
+    }
+}
+
+/// Prefills `prompt` once, forks it into `batch` sequences, then times `decode_tokens` steps
+/// that each feed every sequence the argmax of its previous logits, all in one
+/// [`BatchModel::step`]. The sequences are closed at the end.
+///
+/// # Errors
+/// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] (checked before anything runs), and
+/// the model's errors.
+pub fn time_batch(
+    model: &mut dyn BatchModel,
+    prompt: &[u32],
+    decode_tokens: usize,
+    batch: usize,
+) -> Result<BatchTimings> {
+    if prompt.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    let total = prompt.len().saturating_add(decode_tokens);
+    let context = model.context_len();
+    if total > context {
+        return Err(Error::ContextOverflow {
+            tokens: total,
+            context,
+        });
+    }
+    let first = model.open();
+    let mut seqs = vec![first];
+    let run = (|| {
+        let logits = model
+            .step(&[Feed::last(first, prompt)])?
+            .pop()
+            .unwrap_or_default();
+        for _ in 1..batch {
+            seqs.push(model.fork(first)?);
+        }
+        let mut next = vec![argmax(&logits); batch];
+        let mut decode = Vec::with_capacity(decode_tokens);
+        for _ in 0..decode_tokens {
+            let feeds: Vec<Feed<'_>> = seqs
+                .iter()
+                .zip(&next)
+                .map(|(&s, t)| Feed::last(s, std::slice::from_ref(t)))
+                .collect();
+            let t = Instant::now();
+            let rows = model.step(&feeds)?;
+            decode.push(t.elapsed());
+            next = rows.iter().map(|l| argmax(l)).collect();
+        }
+        Ok(BatchTimings { batch, decode })
+    })();
+    for s in seqs {
+        model.close(s);
+    }
+    run
 }
 
 /// The first index of the largest value (NaN never wins); 0 for an empty slice.

@@ -46,7 +46,7 @@ pub mod step_stats;
 pub mod stop;
 
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
-pub use bench::{time_model, ModelTimings};
+pub use bench::{time_batch, time_model, BatchTimings, ModelTimings};
 pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
 pub use error::{BoxError, Error, Result};

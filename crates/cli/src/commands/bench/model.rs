@@ -4,13 +4,17 @@
 //! run feeds the same tokens) is prefilled in one forward pass; then `--gen` decode steps each
 //! feed the argmax of the previous logits (`sieve_engine::time_model`). Reported: time to first
 //! token (the prefill), prefill tokens/s, and the median and p90 decode step with its tokens/s.
+//! With `--batch 1,4,8`, the prompt is also prefilled once and forked into that many
+//! sequences, and `--gen` steps each decode one token of every sequence in one forward pass
+//! (`sieve_engine::time_batch`): the aggregate tokens/s per batch size, and its ratio to one
+//! sequence.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use sieve_engine::time_model;
+use sieve_engine::{time_batch, time_model};
 
 use crate::error::{Failure, ResultExt};
 use crate::model;
@@ -30,9 +34,33 @@ pub struct BenchModelArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Also time decode steps of several sequences at once, for each of these batch sizes
+    /// (e.g. 1,4,8): aggregate tokens/s per batch size
+    #[arg(long, value_name = "SIZES")]
+    pub batch: Option<String>,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// One batch size of `--batch`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BatchReport {
+    /// Sequences per decode step.
+    pub batch: usize,
+    /// Median step, ms.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub step_median_ms: f64,
+    /// 90th percentile step, ms.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub step_p90_ms: f64,
+    /// Tokens per second over all sequences at the median step.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub tokens_per_s: f64,
+    /// `tokens_per_s` over that of one sequence in the same run (the first size given
+    /// counts as the base when 1 is not among them).
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub speedup: f64,
 }
 
 /// What `sieve bench model` reports. Serialized with exactly these keys.
@@ -59,7 +87,13 @@ pub struct ModelReport {
     /// 1 / median decode step.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_tokens_per_s: f64,
+    /// Decode steps of several sequences at once (`--batch`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<BatchReport>,
 }
+
+/// The most sequences `--batch` may ask for.
+pub const MAX_BATCH: usize = 256;
 
 /// Runs the command and returns its output.
 ///
@@ -70,6 +104,11 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     if args.prompt_len == 0 || args.generate == 0 {
         return Err(Failure::usage("--prompt-len and --gen must be at least 1"));
     }
+    let sizes = match &args.batch {
+        Some(text) => crate::input::counts(text, MAX_BATCH)
+            .map_err(|e| Failure::usage(format!("--batch: {e}")))?,
+        None => Vec::new(),
+    };
     let backend = model::backend(args.backend.as_deref())?;
     let mut open = model::open(Some(&args.model), backend)?;
     let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
@@ -88,6 +127,30 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let decode = timings
         .decode_step_ms()
         .ok_or_else(|| Failure::usage("no decode step"))?;
+    let mut batches = Vec::new();
+    for &batch in &sizes {
+        let t = time_batch(&mut open.model, &prompt, args.generate, batch)
+            .map_err(anyhow::Error::new)
+            .runtime()?;
+        let step = t
+            .step_ms()
+            .ok_or_else(|| Failure::usage("no decode step"))?;
+        batches.push(BatchReport {
+            batch,
+            step_median_ms: step.median,
+            step_p90_ms: step.p90,
+            tokens_per_s: t.tokens_per_second(),
+            speedup: 0.0,
+        });
+    }
+    let base = batches
+        .iter()
+        .find(|b| b.batch == 1)
+        .or(batches.first())
+        .map_or(0.0, |b| b.tokens_per_s / b.batch as f64);
+    for b in &mut batches {
+        b.speedup = b.tokens_per_s / base;
+    }
     let report = ModelReport {
         backend: backend.name().to_string(),
         prompt_len: args.prompt_len,
@@ -97,6 +160,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_median_ms: decode.median,
         decode_p90_ms: decode.p90,
         decode_tokens_per_s: timings.decode_tokens_per_second(),
+        batches,
     };
     Ok(if args.json {
         format!(
@@ -126,6 +190,13 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             report.generated,
             report.decode_tokens_per_s
         );
+        for b in &report.batches {
+            let _ = writeln!(
+                text,
+                "batch {:>3}: median {:.2} ms, p90 {:.2} ms per step: {:.1} tokens/s ({:.2}× one sequence)",
+                b.batch, b.step_median_ms, b.step_p90_ms, b.tokens_per_s, b.speedup
+            );
+        }
         text
     })
 }
