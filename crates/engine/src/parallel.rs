@@ -31,6 +31,8 @@ struct Running<'f> {
     out: Emitter<'f>,
     steps: Vec<StepStats>,
     candidates: Candidates,
+    /// Time spent in the pipeline.
+    sampling: std::time::Duration,
     /// The model's vocabulary size (the length every logits row must have).
     vocab_size: usize,
 }
@@ -118,6 +120,7 @@ pub fn generate_parallel(
                 steps: Vec::new(),
                 candidates: Candidates::new(),
                 vocab_size,
+                sampling: std::time::Duration::ZERO,
             }));
         }
         let mut rows: Vec<Vec<f32>> = vec![logits; 1];
@@ -152,6 +155,7 @@ pub fn generate_parallel(
                         let (text, tokens, finish) = r.out.finish(detokenizer, finish, &rules)?;
                         let mut stats = stats;
                         stats.generated_tokens = tokens.len();
+                        stats.sampling_time = r.sampling;
                         stats.decode_time = now - first;
                         stats.total_time = start.elapsed();
                         done[i] = Some(Generation {
@@ -200,6 +204,7 @@ fn sample(
             found: logits.len(),
         });
     }
+    let t = Instant::now();
     let raw = options.step_stats.then(|| logits.clone());
     let step = r.out.generated().len();
     let nan = r.candidates.load_owned(logits);
@@ -218,6 +223,7 @@ fn sample(
     };
     let token = r.pipeline.sample(&mut r.candidates, &cx)?;
     r.pipeline.accept(token);
+    r.sampling += t.elapsed();
     if let Some(raw) = raw {
         r.steps.push(StepStats::of(&raw, token, &r.candidates));
     }
