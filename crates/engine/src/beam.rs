@@ -75,7 +75,7 @@
 //! Each beam owns one of the `N` pipelines given (built alike). The first continuation of a
 //! beam inherits its pipeline, which [`Pipeline::accept`]s the new token; any further
 //! continuation takes the pipeline of a beam that was dropped (there is always one: `N`
-//! beams continue from at most `N`), [`Pipeline::reset`]s it and replays the history into it
+//! continuations come from at most `N` beams), [`Pipeline::reset`]s it and replays the history into it
 //! (the prompt when [`BeamOptions::accept_prompt`] is set, the parent's tokens, the new
 //! token). A stage's state is a function of the tokens accepted since its reset, so every
 //! beam's stages see exactly its own history, without building pipelines during the search.
