@@ -3,10 +3,9 @@
 heads, vocab 49152, tied embeddings, bf16) for timing `sieve bench model` offline. Its text is
 noise; only its shape matters. About 270 MB; not committed.
 
-Usage: /work/venv/bin/python tools/make_bench_model.py OUT_DIR
+Usage: /work/venv/bin/python tools/make_bench_model.py OUT_DIR [--tokenizer-only]
 """
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -32,11 +31,24 @@ def main():
     )
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(out)
-    # A tokenizer is needed to run `generate`; the fixtures' covers ids below 300 only.
-    fixture = Path(__file__).resolve().parent.parent / "tests/fixtures/models/llama-gqa-tied/tokenizer.json"
-    shutil.copy(fixture, out / "tokenizer.json")
+    write_tokenizer(out, cfg.vocab_size)
     print(f"wrote {out}")
 
 
+def write_tokenizer(out, vocab_size):
+    """A word-level tokenizer with one token per id (`t0` … `t{vocab_size-1}`), so that every
+    id the model emits decodes (sieve refuses a tokenizer that misses real ids)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+
+    vocab = {f"t{i}": i for i in range(vocab_size)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.save(str(out / "tokenizer.json"))
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 2 and sys.argv[2] == "--tokenizer-only":
+        write_tokenizer(Path(sys.argv[1]), 49152)
+    else:
+        main()

@@ -34,6 +34,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _, Result};
 
 pub use history::parse_history;
+pub use list::counts;
 
 /// How the numbers of `--logits` / `--probs` are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

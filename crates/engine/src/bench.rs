@@ -1,8 +1,10 @@
 //! Timing a model without a sampler (for `sieve bench model`): one prefill, then single-token
-//! decode steps that feed back the most likely token.
+//! decode steps that feed back the most likely token ([`time_model`]); or the same decode
+//! steps for several sequences at once ([`time_batch`]).
 
 use std::time::{Duration, Instant};
 
+use crate::batch::{BatchModel, Feed};
 use crate::model::LanguageModel;
 use crate::stats::{tokens_per_second, Summary};
 use crate::{Error, Result};
@@ -10,18 +12,39 @@ use crate::{Error, Result};
 /// The timings of [`time_model`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelTimings {
-    /// Tokens in the prefill pass.
+    /// Tokens in each prefill pass.
     pub prompt_tokens: usize,
-    /// The prefill pass (prompt in, logits of the last position read back).
+    /// The first prefill pass (prompt in, logits of the last position read back): what a
+    /// user waits for after loading, caches and thread pools cold.
     pub prefill: Duration,
-    /// Each decode step (one token in, logits read back), in order.
+    /// The prefills repeated after it (each on an emptied cache), warm.
+    pub warm_prefills: Vec<Duration>,
+    /// Each decode step (one token in, logits read back), in order, after the last prefill.
     pub decode: Vec<Duration>,
 }
 
 impl ModelTimings {
-    /// Prompt tokens per second of prefill (0 when nothing was measured).
+    /// Prompt tokens per second of the first prefill (0 when nothing was measured).
     pub fn prefill_tokens_per_second(&self) -> f64 {
         tokens_per_second(self.prompt_tokens, self.prefill)
+    }
+
+    /// The median and 90th percentile of the warm prefills, in milliseconds (`None` without
+    /// one).
+    pub fn warm_prefill_ms(&self) -> Option<Summary> {
+        let ms: Vec<f64> = self
+            .warm_prefills
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        Summary::of(&ms)
+    }
+
+    /// Prompt tokens per second at the median warm prefill (0 without one).
+    pub fn warm_prefill_tokens_per_second(&self) -> f64 {
+        self.warm_prefill_ms().map_or(0.0, |s| {
+            tokens_per_second(self.prompt_tokens, Duration::from_secs_f64(s.median / 1e3))
+        })
     }
 
     /// The median and 90th percentile decode step, in milliseconds (`None` when there was
@@ -40,8 +63,9 @@ impl ModelTimings {
     }
 }
 
-/// Resets `model`, prefills `prompt`, then runs `decode_tokens` single-token steps, each
-/// feeding the highest-logit token of the previous step (lowest id on ties).
+/// Resets `model` and prefills `prompt` `1 + warm_prefills` times (the first is reported
+/// apart from the warm repeats), then runs `decode_tokens` single-token steps, each feeding
+/// the highest-logit token of the previous step (lowest id on ties).
 ///
 /// # Errors
 /// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] when `prompt` plus the decode steps do
@@ -50,6 +74,7 @@ pub fn time_model(
     model: &mut dyn LanguageModel,
     prompt: &[u32],
     decode_tokens: usize,
+    warm_prefills: usize,
 ) -> Result<ModelTimings> {
     if prompt.is_empty() {
         return Err(Error::EmptyPrompt);
@@ -62,10 +87,15 @@ pub fn time_model(
             context,
         });
     }
-    model.reset();
-    let t = Instant::now();
-    let mut logits = model.forward(prompt)?;
-    let prefill = t.elapsed();
+    let mut prefills = Vec::with_capacity(1 + warm_prefills);
+    let mut logits = Vec::new();
+    for _ in 0..=warm_prefills {
+        model.reset();
+        let t = Instant::now();
+        logits = model.forward(prompt)?;
+        prefills.push(t.elapsed());
+    }
+    let prefill = prefills.remove(0);
     let mut decode = Vec::with_capacity(decode_tokens);
     for _ in 0..decode_tokens {
         let next = argmax(&logits);
@@ -76,8 +106,88 @@ pub fn time_model(
     Ok(ModelTimings {
         prompt_tokens: prompt.len(),
         prefill,
+        warm_prefills: prefills,
         decode,
     })
+}
+
+/// The timings of [`time_batch`]: decode steps of `batch` sequences at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchTimings {
+    /// Sequences per step.
+    pub batch: usize,
+    /// Each decode step (one token per sequence in, every sequence's logits read back).
+    pub decode: Vec<Duration>,
+}
+
+impl BatchTimings {
+    /// The median and 90th percentile step, in milliseconds (`None` without a step).
+    pub fn step_ms(&self) -> Option<Summary> {
+        let steps: Vec<f64> = self.decode.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        Summary::of(&steps)
+    }
+
+    /// Tokens per second over all sequences at the median step (0 without a step).
+    pub fn tokens_per_second(&self) -> f64 {
+        self.step_ms().map_or(0.0, |s| {
+            tokens_per_second(self.batch, Duration::from_secs_f64(s.median / 1e3))
+        })
+    }
+}
+
+/// Prefills `prompt` once, forks it into `batch` sequences, then times `decode_tokens` steps
+/// that each feed every sequence the argmax of its previous logits, all in one
+/// [`BatchModel::step`]. The sequences are closed at the end.
+///
+/// # Errors
+/// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] (checked before anything runs), and
+/// the model's errors.
+pub fn time_batch(
+    model: &mut dyn BatchModel,
+    prompt: &[u32],
+    decode_tokens: usize,
+    batch: usize,
+) -> Result<BatchTimings> {
+    if prompt.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    let total = prompt.len().saturating_add(decode_tokens);
+    let context = model.context_len();
+    if total > context {
+        return Err(Error::ContextOverflow {
+            tokens: total,
+            context,
+        });
+    }
+    let first = model.open();
+    let mut seqs = vec![first];
+    let run = (|| {
+        let logits = model
+            .step(&[Feed::last(first, prompt)])?
+            .pop()
+            .unwrap_or_default();
+        for _ in 1..batch {
+            seqs.push(model.fork(first)?);
+        }
+        let mut next = vec![argmax(&logits); batch];
+        let mut decode = Vec::with_capacity(decode_tokens);
+        for _ in 0..decode_tokens {
+            let feeds: Vec<Feed<'_>> = seqs
+                .iter()
+                .zip(&next)
+                .map(|(&s, t)| Feed::last(s, std::slice::from_ref(t)))
+                .collect();
+            let t = Instant::now();
+            let rows = model.step(&feeds)?;
+            decode.push(t.elapsed());
+            next = rows.iter().map(|l| argmax(l)).collect();
+        }
+        Ok(BatchTimings { batch, decode })
+    })();
+    for s in seqs {
+        model.close(s);
+    }
+    run
 }
 
 /// The first index of the largest value (NaN never wins); 0 for an empty slice.
@@ -132,9 +242,21 @@ mod tests {
             calls: Vec::new(),
             position: 0,
         };
-        let t = time_model(&mut c, &[0, 1], 3).unwrap();
-        assert_eq!(c.calls, vec![vec![0, 1], vec![0], vec![1], vec![2]]);
+        let t = time_model(&mut c, &[0, 1], 3, 2).unwrap();
+        assert_eq!(
+            c.calls,
+            vec![
+                vec![0, 1],
+                vec![0, 1],
+                vec![0, 1],
+                vec![0],
+                vec![1],
+                vec![2]
+            ]
+        );
         assert_eq!((t.prompt_tokens, t.decode.len()), (2, 3));
+        assert_eq!(t.warm_prefills.len(), 2);
+        assert!(t.warm_prefill_ms().is_some());
         assert!(t.decode_step_ms().is_some());
     }
 
@@ -144,9 +266,11 @@ mod tests {
         let t = ModelTimings {
             prompt_tokens: 50,
             prefill: ms(250),
+            warm_prefills: vec![ms(100), ms(125), ms(500)],
             decode: vec![ms(40), ms(10), ms(20), ms(20), ms(30)],
         };
         assert_eq!(t.prefill_tokens_per_second(), 200.0);
+        assert_eq!(t.warm_prefill_tokens_per_second(), 400.0);
         let steps = t.decode_step_ms().unwrap();
         assert_eq!(steps.median, 20.0);
         assert!((steps.p90 - 36.0).abs() < 1e-9);
@@ -168,11 +292,11 @@ mod tests {
             position: 0,
         };
         assert!(matches!(
-            time_model(&mut c, &[], 3),
+            time_model(&mut c, &[], 3, 0),
             Err(Error::EmptyPrompt)
         ));
         assert!(matches!(
-            time_model(&mut c, &[0; 8], 3),
+            time_model(&mut c, &[0; 8], 3, 0),
             Err(Error::ContextOverflow {
                 tokens: 11,
                 context: 10

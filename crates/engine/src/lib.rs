@@ -21,13 +21,15 @@
 //! - [`generate()`](fn@generate) with [`GenerateOptions`], returning a [`Generation`];
 //! - [`emit`]: [`Emitter`], one sequence's chosen tokens → EOS, limits, stop strings and
 //!   streamed text, shared by every generation mode;
+//! - [`parallel`]: [`generate_parallel`], K samples of one prompt decoded in one batch;
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
 //!   uses ([`tokens_per_second`], [`Summary`]);
 //! - [`speculative`]: [`generate_speculative`], speculative decoding with a draft model or
 //!   prompt lookup (Leviathan et al. 2023), exact for `greedy` and `dist` pipelines;
-//! - [`chi_square`]: the two-sample chi-square test its distribution tests use;
+//! - [`chi_square`]: Pearson's chi-square tests (homogeneity, goodness of fit) that the
+//!   distribution tests use;
 //! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
 //!
 //! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod beam;
 pub mod bench;
 pub mod chi_square;
 pub mod detok;
@@ -43,18 +46,21 @@ pub mod emit;
 mod error;
 pub mod generate;
 pub mod model;
+pub mod parallel;
 pub mod speculative;
 pub mod stats;
 pub mod step_stats;
 pub mod stop;
 
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
-pub use bench::{time_model, ModelTimings};
+pub use beam::{beam_search, BeamOptions, BeamSearch, EarlyStopping, Hypothesis};
+pub use bench::{time_batch, time_model, BatchTimings, ModelTimings};
 pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
-pub use error::{BoxError, Error, Result};
+pub use error::{BeamOptionsError, BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
+pub use parallel::generate_parallel;
 pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;

@@ -554,7 +554,7 @@ fn selectors_without_a_distribution_are_refused() {
     ] {
         let (mut t, mut d) = (t, d);
         let e = run(&mut target, &mut draft, &mut t, &mut d).unwrap_err();
-        assert!(matches!(e, Error::UnsupportedSelector { .. }), "{e}");
+        assert!(matches!(e, Error::SpeculativeSelector { .. }), "{e}");
     }
     let e = run(
         &mut target,

@@ -22,6 +22,17 @@ pub(super) fn items<T>(text: &str, read: impl Fn(usize, &str) -> Result<T>) -> R
         .collect()
 }
 
+/// Parses a comma list of counts from 1 to `max` (`--batch 1,4,8`).
+///
+/// # Errors
+/// An empty item, or one that is not an integer from 1 to `max`, named by its position.
+pub fn counts(text: &str, max: usize) -> Result<Vec<usize>> {
+    items(text, |n, item| match item.parse::<usize>() {
+        Ok(c) if (1..=max).contains(&c) => Ok(c),
+        _ => bail!("value {n} (`{item}`) is not a count from 1 to {max}"),
+    })
+}
+
 /// Parses a comma list of `f32` values. Spaces around a value are ignored; `inf`, `-inf`,
 /// `infinity` and `nan` are accepted in any case.
 ///

@@ -32,7 +32,7 @@
 //!   (given a model whose logits do not depend on how many tokens a step feeds: the
 //!   [`BatchModel`] contract);
 //! - any other selector (`mirostat`, `mirostat_v2`, a plugin's) draws from no distribution
-//!   it exposes, so draft tokens cannot be accepted exactly: [`Error::UnsupportedSelector`].
+//!   it exposes, so draft tokens cannot be accepted exactly: [`Error::SpeculativeSelector`].
 //!
 //! The selector stage itself never runs on the `dist` path: the draws (draft tokens,
 //! acceptance, residual, the extra token) come from one ChaCha8 stream
@@ -187,12 +187,12 @@ impl Selector {
     /// The selector of `pipeline`.
     ///
     /// # Errors
-    /// [`Error::UnsupportedSelector`] for anything but `greedy` and `dist`.
+    /// [`Error::SpeculativeSelector`] for anything but `greedy` and `dist`.
     fn of(pipeline: &Pipeline) -> Result<Self> {
         match pipeline.selector() {
             Some("greedy") => Ok(Selector::Greedy),
             Some("dist") => Ok(Selector::Dist),
-            other => Err(Error::UnsupportedSelector {
+            other => Err(Error::SpeculativeSelector {
                 selector: other.unwrap_or("(no stage)").to_string(),
             }),
         }
@@ -270,7 +270,7 @@ enum Draft<'a> {
 /// model's passes and pipeline, or the lookup) is [`SpeculativeStats::draft_time`].
 ///
 /// # Errors
-/// [`Error::UnsupportedSelector`] when a pipeline does not end in `greedy` or `dist`;
+/// [`Error::SpeculativeSelector`] when a pipeline does not end in `greedy` or `dist`;
 /// otherwise those of [`generate`](crate::generate()) ([`Error::EmptyPrompt`],
 /// [`Error::ContextOverflow`], [`Error::EmptyStop`], [`Error::LogitsLength`],
 /// [`Error::ModelNan`], [`Error::Sampling`], [`Error::Model`], [`Error::Detokenize`]), for

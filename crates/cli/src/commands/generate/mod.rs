@@ -15,18 +15,21 @@
 //!   pipeline is built against the tokenizer's vocabulary and the prompt encoded, and only then
 //!   are the weights loaded.
 
-use std::fmt::Write as _;
+mod beams;
+mod report;
+mod samples;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use serde_json::json;
-use sieve::outcome::json_f64;
 use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
-use sieve_engine::{generate, FinishReason, GenerateOptions, Generation, GenerationStats};
+use sieve_engine::{generate, EarlyStopping, FinishReason, GenerateOptions};
+
+use report::{single_json, stats_text, RunInfo, RunStats};
 
 use crate::error::{write_stderr, Failure};
 use crate::plugins::PluginArgs;
@@ -82,6 +85,26 @@ pub struct GenerateArgs {
     /// Print one JSON object at the end instead of streaming text
     #[arg(long)]
     pub json: bool,
+    /// Draw K independent continuations of the prompt in one batch (sequence i uses seed
+    /// seed + i, so sequence 0 equals a plain run); --json then prints {"sequences": […]}
+    #[arg(long = "num-return", value_name = "K")]
+    pub num_return: Option<usize>,
+    /// Beam search with N beams (transformers' num_beams, do_sample=False); the pipeline must
+    /// end in greedy (the default with --beams)
+    #[arg(long, value_name = "N", conflicts_with = "stop")]
+    pub beams: Option<usize>,
+    /// Beam search: a finished hypothesis scores sum_logprobs / length^F (default 1)
+    #[arg(
+        long = "length-penalty",
+        value_name = "F",
+        requires = "beams",
+        allow_negative_numbers = true
+    )]
+    pub length_penalty: Option<f64>,
+    /// Beam search: stop once N hypotheses are finished (true), when no beam can beat them at
+    /// its current length (false, the default), or at its longest (never)
+    #[arg(long = "early-stopping", value_name = "WHEN", requires = "beams")]
+    pub early_stopping: Option<EarlyStopping>,
     /// Plugin libraries.
     #[command(flatten)]
     pub plugins: PluginArgs,
@@ -125,9 +148,10 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     }
     let files = model::open_files(args.model.as_deref())?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let text = match &args.sampler {
-        Some(text) => text.clone(),
-        None => default_pipeline(files.dir.generation())
+    let text = match (&args.sampler, args.beams) {
+        (Some(text), _) => text.clone(),
+        (None, Some(_)) => "greedy".to_string(),
+        (None, None) => default_pipeline(files.dir.generation())
             .unwrap_or_else(|| FALLBACK_PIPELINE.to_string()),
     };
     let cx = BuildContext {
@@ -151,6 +175,22 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         .max_tokens
         .or(files.dir.generation().max_new_tokens.map(|n| n as usize))
         .unwrap_or(DEFAULT_MAX_TOKENS);
+    if let Some(beams) = args.beams {
+        beams::check(beams, args.num_return)?;
+    } else if let Some(k) = args.num_return {
+        if k == 0 || k > samples::MAX_RETURN {
+            return Err(Failure::usage(format!(
+                "--num-return {k}: give between 1 and {} sequences",
+                samples::MAX_RETURN
+            )));
+        }
+    }
+    let sampler = compiled.spec.to_string();
+    let info = RunInfo {
+        sampler: &sampler,
+        seed,
+        backend: backend.name(),
+    };
     let mut open = model::load(files, backend)?;
     // Set by Ctrl-C, and below when stdout has gone: the loop stops before the next token.
     let cancel = Arc::new(AtomicBool::new(false));
@@ -166,6 +206,42 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         step_stats: false,
         cancel: Some(&cancel),
     };
+    if let Some(beams) = args.beams {
+        let request = beams::Request {
+            beams,
+            num_return: args.num_return.unwrap_or(1),
+            length_penalty: args.length_penalty.unwrap_or(1.0),
+            early_stopping: args.early_stopping.unwrap_or_default(),
+            max_tokens,
+            pipeline: &text,
+            registry,
+            prompt: &prompt,
+            cancel: &cancel,
+            json: args.json,
+            stats: args.stats,
+        };
+        let cx = BuildContext {
+            seed,
+            vocab: Some(&open.files.vocab),
+        };
+        return beams::run(&request, &mut open.model, &open.files, &cx, &info, out);
+    }
+    if let Some(k) = args.num_return {
+        let request = samples::Request {
+            k,
+            pipeline: &text,
+            registry,
+            prompt: &prompt,
+            options: &options,
+            json: args.json,
+            stats: args.stats,
+        };
+        let cx = BuildContext {
+            seed,
+            vocab: Some(&files.vocab),
+        };
+        return samples::run(&request, &mut open.model, &files.tokenizer, &cx, &info, out);
+    }
     let mut write_error = None;
     let mut on_text = |piece: &str| {
         if !args.json && write_error.is_none() {
@@ -183,34 +259,21 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         &options,
         &mut on_text,
     )
-    .map_err(|e| match e {
-        sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
-        e => Failure::Runtime(anyhow::Error::new(e)),
-    })?;
-    let sampler = compiled.spec.to_string();
+    .map_err(engine_failure)?;
     if let Some(e) = write_error {
         // Stdout went away: nothing more reaches it, but the stats were asked for.
         if args.stats {
-            write_stderr(&stats_text(&generation, &sampler, seed, backend.name()))?;
+            write_stderr(&stats_text(&RunStats::single(&generation), &info))?;
         }
         return Err(Failure::Output(e));
     }
     if args.json {
-        let report = json!({
-            "text": generation.text,
-            "tokens": generation.tokens,
-            "finish_reason": generation.finish.as_str(),
-            "stats": stats_json(&generation.stats),
-            "seed": seed,
-            "sampler": sampler,
-            "backend": backend.name(),
-        });
-        writeln!(out, "{report}").map_err(Failure::Output)?;
+        writeln!(out, "{}", single_json(&generation, &info)).map_err(Failure::Output)?;
     } else {
         writeln!(out).map_err(Failure::Output)?;
     }
     if args.stats {
-        write_stderr(&stats_text(&generation, &sampler, seed, backend.name()))?;
+        write_stderr(&stats_text(&RunStats::single(&generation), &info))?;
     }
     if generation.finish == FinishReason::Cancelled {
         return Err(Failure::Interrupted);
@@ -218,75 +281,16 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     Ok(())
 }
 
-/// The stats as JSON: counts, seconds and tokens per second.
-fn stats_json(stats: &GenerationStats) -> serde_json::Value {
-    /// The stats as `--json` writes them (non-finite numbers as `"inf"`/`"nan"`, the CLI's one
-    /// spelling).
-    #[derive(serde::Serialize)]
-    struct StatsReport {
-        prompt_tokens: usize,
-        generated_tokens: usize,
-        #[serde(serialize_with = "json_f64")]
-        time_to_first_token_s: f64,
-        #[serde(serialize_with = "json_f64")]
-        prefill_s: f64,
-        #[serde(serialize_with = "json_f64")]
-        prefill_tokens_per_s: f64,
-        #[serde(serialize_with = "json_f64")]
-        decode_tokens_per_s: f64,
-        #[serde(serialize_with = "json_f64")]
-        sampling_s: f64,
-        #[serde(serialize_with = "json_f64")]
-        total_s: f64,
+/// An engine error as the command reports it: bad stop strings and beam options are usage,
+/// the rest runtime.
+fn engine_failure(e: sieve_engine::Error) -> Failure {
+    match e {
+        sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        sieve_engine::Error::BeamSelector { .. } | sieve_engine::Error::BeamOptions(_) => {
+            Failure::usage(format!("--beams: {e}"))
+        }
+        e => Failure::Runtime(anyhow::Error::new(e)),
     }
-    let report = StatsReport {
-        prompt_tokens: stats.prompt_tokens,
-        generated_tokens: stats.generated_tokens,
-        time_to_first_token_s: stats.time_to_first_token.as_secs_f64(),
-        prefill_s: stats.prefill_time.as_secs_f64(),
-        prefill_tokens_per_s: stats.prefill_tokens_per_second(),
-        decode_tokens_per_s: stats.decode_tokens_per_second(),
-        sampling_s: stats.sampling_time.as_secs_f64(),
-        total_s: stats.total_time.as_secs_f64(),
-    };
-    serde_json::to_value(report).unwrap_or_default()
-}
-
-/// `--stats` for people.
-fn stats_text(generation: &Generation, sampler: &str, seed: u64, backend: &str) -> String {
-    let s = &generation.stats;
-    let mut text = String::new();
-    let _ = writeln!(text, "sampler:        {sampler}");
-    let _ = writeln!(text, "seed:           {seed}");
-    let _ = writeln!(text, "backend:        {backend}");
-    let _ = writeln!(text, "prompt tokens:  {}", s.prompt_tokens);
-    let _ = writeln!(
-        text,
-        "generated:      {} tokens, finish reason {}",
-        s.generated_tokens,
-        generation.finish.as_str()
-    );
-    let _ = writeln!(
-        text,
-        "first token:    {:.1} ms",
-        s.time_to_first_token.as_secs_f64() * 1e3
-    );
-    let _ = writeln!(
-        text,
-        "prefill:        {:.1} tokens/s",
-        s.prefill_tokens_per_second()
-    );
-    let _ = writeln!(
-        text,
-        "decode:         {:.1} tokens/s",
-        s.decode_tokens_per_second()
-    );
-    let _ = writeln!(
-        text,
-        "sampling:       {:.1} µs per token",
-        s.sampling_time.as_secs_f64() * 1e6 / s.generated_tokens.max(1) as f64
-    );
-    text
 }
 
 #[cfg(test)]
