@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use sieve_backends::BackendKind;
+use sieve_backends::{BackendKind, LoadedModel};
 use sieve_core::{BuildContext, Pipeline, Registry};
 use sieve_engine::{
     generate_speculative, Drafter, FinishReason, GenerateOptions, SpeculativeOptions,
@@ -19,7 +19,7 @@ use sieve_engine::{
 
 use super::report::{single_json, stats_text, RunInfo, RunStats};
 use crate::error::{write_stderr, Failure};
-use crate::model::{self, ModelFiles, OpenModel};
+use crate::model::{self, ModelFiles};
 use crate::pipeline;
 
 /// Draft tokens per round when `--draft-tokens` is not given.
@@ -31,11 +31,12 @@ pub const MAX_DRAFT_TOKENS: usize = 64;
 pub const LOOKUP_NGRAM: usize = 2;
 
 /// Where drafts come from.
-pub enum Source<'a> {
-    /// A draft model directory and the draft tokens per round.
+pub enum Source {
+    /// A draft model (its files read, checked against the target's vocabulary) and the draft
+    /// tokens per round.
     Model {
         /// `--draft`.
-        dir: &'a Path,
+        files: Box<ModelFiles>,
         /// `--draft-tokens`.
         tokens: usize,
     },
@@ -43,7 +44,7 @@ pub enum Source<'a> {
     Lookup(usize),
 }
 
-impl Source<'_> {
+impl Source {
     /// The draft tokens per round.
     fn tokens(&self) -> usize {
         match self {
@@ -87,7 +88,7 @@ pub fn open_draft(dir: &Path, target: &ModelFiles) -> Result<ModelFiles, Failure
 /// Everything the run needs besides the target.
 pub struct Request<'a> {
     /// Where drafts come from.
-    pub source: Source<'a>,
+    pub source: Source,
     /// The backend both models run on.
     pub backend: BackendKind,
     /// The pipeline's text (a second copy is built for the draft).
@@ -111,28 +112,30 @@ pub fn extra(s: &SpeculativeStats) -> Vec<(&'static str, serde_json::Value)> {
         ("accepted", s.accepted.into()),
         ("acceptance_rate", s.acceptance_rate().into()),
         ("target_forwards", s.target_forwards.into()),
-        ("target_forwards_per_token", s.target_forwards_per_token().into()),
+        (
+            "target_forwards_per_token",
+            s.target_forwards_per_token().into(),
+        ),
     ]
 }
 
-/// Runs the request on `target` with `pipeline_`, writing to `out`.
+/// Runs the request on `target` with `target_pipeline`, writing to `out`.
 ///
 /// # Errors
 /// Usage: a bad draft directory or vocabulary, a pipeline whose selector exposes no
 /// distribution; runtime: a model or stage failure.
 pub fn run(
-    request: &Request<'_>,
-    target: &mut OpenModel,
+    request: Request<'_>,
+    target: &mut LoadedModel,
+    files: &ModelFiles,
     target_pipeline: &mut Pipeline,
     cx: &BuildContext<'_>,
     info: &RunInfo<'_>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let mut draft_model = match &request.source {
-        Source::Model { dir, .. } => {
-            let files = open_draft(dir, &target.files)?;
-            Some(model::load(files, request.backend)?)
-        }
+    let draft_tokens = request.source.tokens();
+    let mut draft_model = match request.source {
+        Source::Model { files, .. } => Some(model::load(*files, request.backend)?),
         Source::Lookup(_) => None,
     };
     let mut draft_pipeline = pipeline::compile(request.pipeline, request.registry, cx)?.pipeline;
@@ -146,7 +149,7 @@ pub fn run(
         },
     };
     let speculative = SpeculativeOptions {
-        draft_tokens: request.source.tokens(),
+        draft_tokens,
         seed: cx.seed,
     };
     let mut write_error = None;
@@ -158,9 +161,9 @@ pub fn run(
         }
     };
     let (generation, stats) = generate_speculative(
-        &mut target.model,
+        target,
         drafter,
-        &target.files.tokenizer,
+        &files.tokenizer,
         target_pipeline,
         request.prompt,
         request.options,
@@ -174,13 +177,7 @@ pub fn run(
     let mut run = RunStats::single(&generation);
     run.extra = extra(&stats);
     if request.json {
-        let mut report = single_json(&generation, info);
-        if let Some(map) = report["stats"].as_object_mut() {
-            for (key, v) in &run.extra {
-                map.insert((*key).to_string(), v.clone());
-            }
-        }
-        writeln!(out, "{report}").map_err(Failure::Output)?;
+        writeln!(out, "{}", single_json(&generation, &run, info)).map_err(Failure::Output)?;
     } else {
         writeln!(out).map_err(Failure::Output)?;
     }
