@@ -289,3 +289,46 @@ fn speculative_mistakes_are_usage_errors() {
         assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
     }
 }
+
+#[test]
+fn bench_model_compares_speculative_with_plain_decoding() {
+    for extra in [
+        &["--draft", "embedded-draft", "--draft-tokens", "3"][..],
+        &["--lookup", "4"][..],
+    ] {
+        let mut args = vec![
+            "bench",
+            "model",
+            "--model",
+            "embedded",
+            "--prompt",
+            "Once upon a time",
+            "--gen",
+            "8",
+            "--prefills",
+            "0",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let report = ok_json(&args);
+        let s = &report["speculative"];
+        assert_eq!(
+            s["drafter"],
+            if extra[0] == "--draft" {
+                "draft"
+            } else {
+                "lookup"
+            }
+        );
+        for key in ["plain_tokens_per_s", "speculative_tokens_per_s", "speedup"] {
+            assert!(s[key].as_f64().unwrap() > 0.0, "{key}: {s}");
+        }
+        let ratio = s["speculative_tokens_per_s"].as_f64().unwrap()
+            / s["plain_tokens_per_s"].as_f64().unwrap();
+        assert!((ratio - s["speedup"].as_f64().unwrap()).abs() < 1e-9);
+        assert!(
+            s["target_forwards_per_token"].as_f64().unwrap() <= 1.0,
+            "{s}"
+        );
+    }
+}

@@ -18,7 +18,7 @@
 mod beams;
 mod report;
 mod samples;
-mod speculative;
+pub mod speculative;
 
 use std::io::Write;
 use std::path::PathBuf;
