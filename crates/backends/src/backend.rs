@@ -119,6 +119,15 @@ fn cuda_check() -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Whether `B` computes on this CPU (`ndarray`, `flex`): then the linear layers keep their
+/// weights as the checkpoint's bytes and multiply with `sieve-kernels` (batch-invariant, all
+/// cores, bf16/f16 read in place); other backends (CUDA) use Burn's matmul on the device.
+pub(crate) fn runs_on_host<B: burn_tensor::backend::Backend>() -> bool {
+    use std::any::TypeId;
+    let b = TypeId::of::<B>();
+    b == TypeId::of::<Flex>() || b == TypeId::of::<NdArray<f32>>()
+}
+
 /// A model on the backend chosen at run time.
 #[derive(Debug)]
 pub enum LoadedModel {
