@@ -42,4 +42,4 @@ pub use isa::Isa;
 pub use matmul::{matmul_nt, matmul_nt_on};
 pub use reference::{reference_dot, LANES};
 pub use threads::set_threads;
-pub use weights::{WeightView, Weights};
+pub use weights::{Storage, WeightView, Weights};

@@ -7,7 +7,18 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::simd::{self, Gemm};
-use crate::{split, Isa, WeightView};
+use crate::{split, Isa, WeightView, LANES};
+
+/// Bytes of a cache line.
+const LINE: usize = 64;
+/// Above this many rows, rows are aligned to cache lines before the product (every
+/// instruction set's decode path takes at most this many, and reads them in place).
+const PADDED_ROWS: usize = 8;
+
+/// Whether every row of `x` (`k` floats each) starts on a cache line.
+fn lines_up(x: &[f32], k: usize) -> bool {
+    k.is_multiple_of(LANES) && x.as_ptr().align_offset(LINE) == 0
+}
 
 thread_local! {
     /// Prefill's widened weight panel, kept per thread between calls.
@@ -57,9 +68,24 @@ pub fn matmul_nt_on(
     if m == 0 || n == 0 {
         return;
     }
+    // Prefill reads every row once per group of weight columns: give it rows that start on
+    // cache lines (one copy here, shared by all tasks).
+    let padded;
+    let (x, ldx) = if m > PADDED_ROWS && !lines_up(x, k) {
+        let ldx = k.div_ceil(LANES) * LANES;
+        let mut buf = vec![0f32; m * ldx + LANES];
+        let skip = buf.as_ptr().align_offset(LINE).min(LANES);
+        for (dst, src) in buf[skip..].chunks_exact_mut(ldx).zip(x.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+        }
+        padded = buf;
+        (&padded[skip..], ldx)
+    } else {
+        (x, k)
+    };
     let g = Gemm {
         x: x.as_ptr(),
-        ldx: k,
+        ldx,
         m,
         k,
         w: w.bytes().as_ptr(),
@@ -71,8 +97,9 @@ pub fn matmul_nt_on(
     };
     let run = |cols: std::ops::Range<usize>| {
         SCRATCH.with(|s| {
-            // SAFETY: `isa` is available (asserted); `x`, `w`, `bias` and `out` have the
-            // lengths `g` describes (asserted, and `WeightView::new` checked `w`); `out` is
+            // SAFETY: `isa` is available (asserted); `x` holds `m` rows of `k` floats at stride
+            // `ldx` (asserted, or built so above), `w`, `bias` and `out` have the lengths `g`
+            // describes (asserted, and `WeightView::new` checked `w`); `out` is
             // borrowed mutably for the whole call and every task gets its own column range,
             // so no two tasks write the same element.
             unsafe { simd::gemm_cols(isa, &g, cols.start, cols.end, &mut s.borrow_mut()) }

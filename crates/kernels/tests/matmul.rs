@@ -152,6 +152,33 @@ fn a_row_does_not_depend_on_its_batch() {
     }
 }
 
+/// Long rows in a large batch (several weight panels, several row blocks, several tasks) equal
+/// the same rows computed one at a time.
+#[test]
+fn large_batches_equal_single_rows() {
+    let mut rng = Rng(13);
+    let (m, n, k) = (130, 150, 2100);
+    let x = rng.vec(m * k);
+    let w = rng.vec(n * k);
+    for dtype in [Dtype::Bf16, Dtype::F32] {
+        let (bytes, _) = narrow(&w, dtype);
+        let view = WeightView::new(&bytes, dtype, n, k).unwrap();
+        for isa in Isa::available() {
+            let mut batch = vec![0f32; m * n];
+            matmul_nt_on(isa, &x, m, &view, None, &mut batch);
+            for r in 0..m {
+                let mut one = vec![0f32; n];
+                matmul_nt_on(isa, &x[r * k..][..k], 1, &view, None, &mut one);
+                assert_eq!(
+                    bits(&batch[r * n..][..n]),
+                    bits(&one),
+                    "{isa:?} {dtype} row {r}"
+                );
+            }
+        }
+    }
+}
+
 /// Every instruction set gives the same bits on a whole batch.
 #[test]
 fn instruction_sets_agree_on_a_batch() {

@@ -1,6 +1,8 @@
 //! The weights of a Hugging Face directory: `model.safetensors`, or the shards listed by
-//! `model.safetensors.index.json`, memory-mapped (no copy of a file is made; each tensor is
-//! converted to `f32` when it is read).
+//! `model.safetensors.index.json`, memory-mapped (no copy of a file is made): a tensor is
+//! either converted to `f32` when it is read ([`Checkpoint::tensor_f32`]) or handed out as its
+//! bytes in the map, in its stored dtype ([`Checkpoint::tensor_weights`], for the CPU
+//! kernels; the map stays alive as long as any such tensor).
 //!
 //! Only regular files are mapped (a FIFO or a device, also behind a symlink, is refused before
 //! it is opened), an index may list only files inside the model directory, and each file's
@@ -10,10 +12,13 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::Mmap;
 use serde::Deserialize;
 use serde_json::Value;
+
+use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
 use super::files::{open_regular, stays_inside};
 use super::json::read_json;
@@ -84,7 +89,8 @@ struct RawInfo {
 /// One memory-mapped safetensors file with its checked header.
 struct SafetensorsFile {
     path: PathBuf,
-    map: Mmap,
+    /// Shared with every [`sieve_kernels::Weights`] handed out.
+    map: Arc<Mmap>,
     tensors: HashMap<String, TensorInfo>,
     /// Bytes of tensor data (the file less its header).
     data_len: u64,
@@ -104,7 +110,7 @@ impl SafetensorsFile {
         let (tensors, data_len) = parse_header(&path, &map)?;
         Ok(SafetensorsFile {
             path,
-            map,
+            map: Arc::new(map),
             tensors,
             data_len,
         })
@@ -327,6 +333,67 @@ impl Checkpoint {
     /// [`Error::MissingTensor`], [`Error::TensorShape`] or [`Error::TensorDtype`], naming the
     /// file.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let (file, info) = self.find(name, shape)?;
+        // `parse_header` checked that the range lies in the file and matches dtype and shape.
+        let bytes = &file.map[info.start..info.end];
+        self.advance(bytes.len());
+        match &info.dtype {
+            Dtype::F32 => Ok(bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()),
+            Dtype::F16 => Ok(bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect()),
+            Dtype::BF16 => Ok(bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect()),
+            Dtype::Other(other) => Err(Error::TensorDtype {
+                path: file.path.clone(),
+                name: name.to_string(),
+                found: other.clone(),
+            }),
+        }
+    }
+
+    /// The `[rows, cols]` matrix `name` as its bytes in the memory map, in the stored dtype
+    /// (`f32`, `bf16` or `f16`): nothing is copied or converted, and the map stays alive as
+    /// long as the returned weights.
+    ///
+    /// # Errors
+    /// [`Error::MissingTensor`], [`Error::TensorShape`], or [`Error::TensorDtype`] for a dtype
+    /// the kernels do not read, naming the file.
+    pub fn tensor_weights(&self, name: &str, rows: usize, cols: usize) -> Result<Weights> {
+        let (file, info) = self.find(name, &[rows, cols])?;
+        let dtype = match &info.dtype {
+            Dtype::F32 => KernelDtype::F32,
+            Dtype::BF16 => KernelDtype::Bf16,
+            Dtype::F16 => KernelDtype::F16,
+            Dtype::Other(other) => {
+                return Err(Error::TensorDtype {
+                    path: file.path.clone(),
+                    name: name.to_string(),
+                    found: other.clone(),
+                })
+            }
+        };
+        self.advance(info.end - info.start);
+        let storage: Storage = file.map.clone();
+        // `parse_header` checked that the range lies in the file and matches dtype and shape,
+        // so this cannot fail; an error would still be reported, not a panic.
+        Weights::new(storage, info.start..info.end, dtype, rows, cols).map_err(|e| {
+            Error::BadTensor {
+                path: file.path.clone(),
+                name: name.to_string(),
+                message: e.to_string(),
+            }
+        })
+    }
+
+    /// The file and header entry of `name`, checked against `shape`.
+    fn find(&self, name: &str, shape: &[usize]) -> Result<(&SafetensorsFile, &TensorInfo)> {
         let Some(&slot) = self.by_name.get(name) else {
             return Err(Error::MissingTensor {
                 path: self.listing.clone(),
@@ -348,30 +415,14 @@ impl Checkpoint {
                 found: info.shape.clone(),
             });
         }
-        // `parse_header` checked that the range lies in the file and matches dtype and shape.
-        let bytes = &file.map[info.start..info.end];
+        Ok((file, info))
+    }
+
+    /// Counts `bytes` more of tensor data as loaded, and tells the progress callback.
+    fn advance(&self, bytes: usize) {
         if let Some(on_progress) = &self.on_progress {
-            self.progress.set(self.progress.get() + bytes.len() as u64);
+            self.progress.set(self.progress.get() + bytes as u64);
             on_progress(self.progress.get(), self.total_bytes());
-        }
-        match &info.dtype {
-            Dtype::F32 => Ok(bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()),
-            Dtype::F16 => Ok(bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
-                .collect()),
-            Dtype::BF16 => Ok(bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
-                .collect()),
-            Dtype::Other(other) => Err(Error::TensorDtype {
-                path: file.path.clone(),
-                name: name.to_string(),
-                found: other.clone(),
-            }),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! same matrix is the output projection. [`EmbeddingConfig`] → [`Embedding`].
 
 use burn_tensor::backend::Backend;
-use burn_tensor::{Int, Tensor};
+use burn_tensor::{Int, Tensor, TensorData};
+use sieve_kernels::Weights;
 
 use super::linear::Linear;
 use super::loader::Loader;
@@ -32,7 +33,12 @@ impl EmbeddingConfig {
     pub(crate) fn load<B: Backend>(&self, w: &Loader<'_, B>, prefix: &str) -> Result<Embedding<B>> {
         let name = format!("{prefix}.weight");
         let (vocab, hidden) = (self.vocab_size, self.hidden_size);
-        let matrix = if self.tied {
+        let matrix = if w.on_host() {
+            Matrix::Bytes {
+                weights: w.weights(&name, vocab, hidden)?,
+                tied: self.tied,
+            }
+        } else if self.tied {
             Matrix::Columns(w.matrix_transposed(&name, vocab, hidden)?)
         } else {
             Matrix::Rows(w.matrix(&name, vocab, hidden)?)
@@ -59,6 +65,14 @@ pub enum Matrix<B: Backend> {
     /// `[hidden, vocab]`: the transposed matrix shared with a tied output projection, so the
     /// weights are held once.
     Columns(Tensor<B, 2>),
+    /// `[vocab, hidden]` as the checkpoint's bytes (CPU backends): rows are widened when
+    /// looked up, and a tied output projection multiplies by the same bytes.
+    Bytes {
+        /// The matrix, in the checkpoint's dtype.
+        weights: Weights,
+        /// Whether the output projection is this matrix.
+        tied: bool,
+    },
 }
 
 impl<B: Backend> Embedding<B> {
@@ -70,6 +84,17 @@ impl<B: Backend> Embedding<B> {
         let x = match &self.matrix {
             Matrix::Rows(w) => w.clone().select(0, ids),
             Matrix::Columns(w) => w.clone().select(1, ids).transpose(),
+            Matrix::Bytes { weights, .. } => {
+                let device = ids.device();
+                let ids = ids.into_data().convert::<i64>().to_vec::<i64>();
+                let ids = ids.expect("converted to i64");
+                let view = weights.view();
+                let rows: Vec<f32> = ids
+                    .iter()
+                    .flat_map(|&id| view.row_f32(usize::try_from(id).expect("a token id")))
+                    .collect();
+                Tensor::from_data(TensorData::new(rows, [ids.len(), view.k()]), &device)
+            }
         };
         match self.scale {
             Some(s) => x.mul_scalar(s),
@@ -81,8 +106,12 @@ impl<B: Backend> Embedding<B> {
     /// matrix is stored as rows (the model has its own `lm_head`).
     pub fn tied_output(&self) -> Option<Linear<B>> {
         match &self.matrix {
-            Matrix::Rows(_) => None,
+            Matrix::Rows(_) | Matrix::Bytes { tied: false, .. } => None,
             Matrix::Columns(w) => Some(Linear::from_transposed(w.clone())),
+            Matrix::Bytes {
+                weights,
+                tied: true,
+            } => Some(Linear::from_weights(weights.clone())),
         }
     }
 }

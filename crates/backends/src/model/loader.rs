@@ -1,7 +1,10 @@
-//! Moving checkpoint tensors onto a Burn device, by Hugging Face name.
+//! Moving checkpoint tensors onto a Burn device, by Hugging Face name — or, on the CPU
+//! backends, handing the large matrices over as their bytes in the memory-mapped checkpoint
+//! (see [`Loader::on_host`]).
 
 use burn_tensor::backend::Backend;
 use burn_tensor::{Tensor, TensorData};
+use sieve_kernels::Weights;
 
 use super::kernels::Kernels;
 use crate::hf::Checkpoint;
@@ -27,6 +30,24 @@ impl<'a, B: Backend> Loader<'a, B> {
     /// Who computes the modules loaded.
     pub(crate) fn kernels(&self) -> Kernels {
         self.kernels
+    }
+
+    /// Whether the modules compute on this CPU ([`Kernels::Host`]), so matrices stay in the
+    /// checkpoint's bytes and go through `sieve-kernels` ([`Loader::weights`]) instead of
+    /// becoming tensors.
+    pub(crate) fn on_host(&self) -> bool {
+        self.kernels == Kernels::Host
+    }
+
+    /// The `[rows, cols]` matrix `name` as its bytes in the memory map, in its stored dtype
+    /// (no copy).
+    pub(crate) fn weights(&self, name: &str, rows: usize, cols: usize) -> Result<Weights> {
+        self.checkpoint.tensor_weights(name, rows, cols)
+    }
+
+    /// The vector `name` of length `n`, on the host.
+    pub(crate) fn values(&self, name: &str, n: usize) -> Result<Vec<f32>> {
+        self.checkpoint.tensor_f32(name, &[n])
     }
 
     /// The vector `name` of length `n`.

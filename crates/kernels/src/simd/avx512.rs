@@ -111,7 +111,7 @@ impl Lanes for Avx512 {
     #[inline(always)]
     unsafe fn rows<E: Elem>(rows: usize, tile: &Tile, ncols: usize) {
         rows_table!(rows, tile, ncols, E;
-            1 => 8, 2 => 8, 3 => 6, 4 => 6, 5 => 4, 6 => 3, 7 => 3, 8 => 2)
+            1 => 8, 2 => 8, 3 => 7, 4 => 6, 5 => 4, 6 => 4, 7 => 3, 8 => 3)
     }
     #[inline(always)]
     unsafe fn rows_packed(rows: usize, tile: &Tile, ncols: usize) {

@@ -14,6 +14,8 @@ use crate::{Dtype, LANES};
 /// Bytes of widened weights prefill keeps per panel (a panel is reused from L2 by every row
 /// tile).
 const PANEL_BYTES: usize = 256 * 1024;
+/// Bytes of rows prefill streams past one group of weight columns (kept in L2).
+const ROW_BLOCK_BYTES: usize = 512 * 1024;
 /// Alignment of prefill's buffers (a cache line: whole-line loads).
 const ALIGN_FLOATS: usize = 16;
 
@@ -93,42 +95,63 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
     let kp = g.k.div_ceil(LANES) * LANES;
     let group = L::PREFILL_COLS;
     let nc = (PANEL_BYTES / (kp * 4) / group).max(1) * group;
+    let mb = (ROW_BLOCK_BYTES / (kp * 4) / L::PREFILL_ROWS).max(1) * L::PREFILL_ROWS;
     let panel_len = nc.div_ceil(group) * group * kp;
-    let x_len = g.m * kp;
+    // Rows whose starts are already cache-line aligned are read in place (`matmul_nt` aligns
+    // them once per call); others are copied once per call of this function.
+    let aligned = g.ldx.is_multiple_of(LANES) && (g.x as usize).is_multiple_of(ALIGN_FLOATS * 4);
+    let x_len = if aligned { 0 } else { g.m * kp };
     scratch.resize(panel_len + x_len + ALIGN_FLOATS, 0.0);
     let base = scratch.as_mut_ptr();
     let base = base.add(base.align_offset(ALIGN_FLOATS * 4));
-    let (panel, xbuf) = (base, base.add(panel_len));
-    for r in 0..g.m {
-        std::ptr::copy_nonoverlapping(g.x.add(r * g.ldx), xbuf.add(r * kp), g.k);
-        std::ptr::write_bytes(xbuf.add(r * kp + g.k), 0, kp - g.k);
-    }
+    let panel = base;
+    let (xbuf, ldx) = if aligned {
+        (g.x, g.ldx)
+    } else {
+        let xbuf = base.add(panel_len);
+        for r in 0..g.m {
+            std::ptr::copy_nonoverlapping(g.x.add(r * g.ldx), xbuf.add(r * kp), g.k);
+        }
+        (xbuf.cast_const(), kp)
+    };
     let mut p0 = j0;
     while p0 < j1 {
         let p1 = (p0 + nc).min(j1);
         pack::<L, E>(g.w.add(p0 * g.ldw), g.ldw, p1 - p0, g.k, group, panel);
-        let mut r0 = 0;
-        while r0 < g.m {
-            let rows = L::PREFILL_ROWS.min(g.m - r0);
-            let tile = Tile {
-                x: xbuf.add(r0 * kp),
-                ldx: kp,
-                k: g.k,
-                w: panel.cast(),
-                ldw: LANES * 4,
-                group,
-                gstride: group * kp * 4,
-                cstride: group * LANES * 4,
-                bias: if g.bias.is_null() {
-                    g.bias
-                } else {
-                    g.bias.add(p0)
-                },
-                out: g.out.add(r0 * g.ldo + p0),
-                ldo: g.ldo,
-            };
-            L::rows_packed(rows, &tile, p1 - p0);
-            r0 += rows;
+        // One group of columns stays in L1 while a block of rows (kept in L2) streams past
+        // it in register tiles.
+        let mut b0 = 0;
+        while b0 < g.m {
+            let b1 = (b0 + mb).min(g.m);
+            let mut c0 = 0;
+            while c0 < p1 - p0 {
+                let cols = group.min(p1 - p0 - c0);
+                let mut r0 = b0;
+                while r0 < b1 {
+                    let rows = L::PREFILL_ROWS.min(b1 - r0);
+                    let tile = Tile {
+                        x: xbuf.add(r0 * ldx),
+                        ldx,
+                        k: g.k,
+                        w: panel.add((c0 / group) * group * kp).cast(),
+                        ldw: LANES * 4,
+                        group,
+                        gstride: group * kp * 4,
+                        cstride: group * LANES * 4,
+                        bias: if g.bias.is_null() {
+                            g.bias
+                        } else {
+                            g.bias.add(p0 + c0)
+                        },
+                        out: g.out.add(r0 * g.ldo + p0 + c0),
+                        ldo: g.ldo,
+                    };
+                    L::rows_packed(rows, &tile, cols);
+                    r0 += rows;
+                }
+                c0 += cols;
+            }
+            b0 = b1;
         }
         p0 = p1;
     }
@@ -194,27 +217,29 @@ unsafe fn tile<L: Lanes, E: Elem, const R: usize, const C: usize>(t: &Tile, c0: 
     }
     let mut acc = [[L::zero(); C]; R];
     let (full, rem) = (t.k / LANES, t.k % LANES);
+    // Each chunk: the `C` weight chunks are loaded (and widened) once and held, then each
+    // row's chunk is loaded once and multiplied into its `C` accumulators.
     for i in 0..full {
-        let mut xs = [L::zero(); R];
-        for (r, xr) in xs.iter_mut().enumerate() {
-            *xr = L::load(t.x.add(r * t.ldx + i * LANES));
+        let mut ws = [L::zero(); C];
+        for (c, wc) in ws.iter_mut().enumerate() {
+            *wc = E::load::<L>(w[c].add(i * t.cstride));
         }
-        for c in 0..C {
-            let wc = E::load::<L>(w[c].add(i * t.cstride));
-            for r in 0..R {
-                acc[r][c] = L::fma(xs[r], wc, acc[r][c]);
+        for (r, row) in acc.iter_mut().enumerate() {
+            let xr = L::load(t.x.add(r * t.ldx + i * LANES));
+            for (a, &wc) in row.iter_mut().zip(&ws) {
+                *a = L::fma(xr, wc, *a);
             }
         }
     }
     if rem > 0 {
-        let mut xs = [L::zero(); R];
-        for (r, xr) in xs.iter_mut().enumerate() {
-            *xr = L::load_part(t.x.add(r * t.ldx + full * LANES), rem);
+        let mut ws = [L::zero(); C];
+        for (c, wc) in ws.iter_mut().enumerate() {
+            *wc = E::load_part::<L>(w[c].add(full * t.cstride), rem);
         }
-        for c in 0..C {
-            let wc = E::load_part::<L>(w[c].add(full * t.cstride), rem);
-            for r in 0..R {
-                acc[r][c] = L::fma(xs[r], wc, acc[r][c]);
+        for (r, row) in acc.iter_mut().enumerate() {
+            let xr = L::load_part(t.x.add(r * t.ldx + full * LANES), rem);
+            for (a, &wc) in row.iter_mut().zip(&ws) {
+                *a = L::fma(xr, wc, *a);
             }
         }
     }
