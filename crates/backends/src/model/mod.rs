@@ -60,6 +60,8 @@ pub struct Model<B: Backend> {
     cache: KvCache<B>,
     /// The sequences of [`BatchModel`], by [`SeqId`]: `None` is a free slot.
     pool: Vec<Option<KvCache<B>>>,
+    /// See [`Model::bytes_per_weight`].
+    bytes_per_weight: usize,
     config: TransformerConfig,
     device: B::Device,
 }
@@ -77,11 +79,23 @@ impl<B: Backend> Model<B> {
         kernels: Kernels,
     ) -> Result<Self> {
         let transformer = config.load(checkpoint, &device, kernels)?;
+        let bytes_per_weight = match kernels {
+            Kernels::Host => checkpoint
+                .tensor_weights(
+                    "model.embed_tokens.weight",
+                    config.vocab_size(),
+                    config.hidden_size(),
+                )?
+                .dtype()
+                .size(),
+            Kernels::Backend => std::mem::size_of::<f32>(),
+        };
         let cache = KvCache::new(config.layers.len());
         Ok(Model {
             transformer,
             cache,
             pool: Vec::new(),
+            bytes_per_weight,
             config,
             device,
         })
@@ -92,9 +106,11 @@ impl<B: Backend> Model<B> {
         &self.config
     }
 
-    /// Bytes each weight takes in memory (4: every checkpoint is widened to `f32` on load).
+    /// Bytes each weight of the matrices takes in memory: the checkpoint's dtype on the host
+    /// kernels (which read the memory-mapped bytes in place), 4 on a backend's own kernels
+    /// (widened to `f32` on load).
     pub fn bytes_per_weight(&self) -> usize {
-        std::mem::size_of::<f32>()
+        self.bytes_per_weight
     }
 
     /// The device the weights live on.
