@@ -51,3 +51,20 @@ pub use families::{Family, FAMILIES};
 pub use hf::{Checkpoint, ConfigJson, GenerationConfig};
 pub use model::{Model, TransformerConfig};
 pub use tokenizer::Tokenizer;
+
+/// Sizes the thread pool the CPU backends compute on to `threads` threads (0: one per core,
+/// the default when this is never called). Results do not depend on it: the kernels split work
+/// over output columns and attention heads, never over a reduction.
+///
+/// # Errors
+/// [`Error::Backend`] when the pool was already built (call it before loading a model).
+pub fn set_threads(threads: usize) -> Result<()> {
+    sieve_kernels::set_threads(threads).map_err(|e| Error::Backend {
+        message: e.to_string(),
+    })
+}
+
+/// The number of threads the CPU backends compute on.
+pub fn threads() -> usize {
+    sieve_kernels::threads()
+}

@@ -52,6 +52,21 @@ pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
     Ok(kind)
 }
 
+/// Applies `--threads` (before anything computes): `None` keeps one thread per core.
+///
+/// # Errors
+/// Usage: 0 threads, or more than 1024.
+pub fn threads(threads: Option<usize>) -> Result<(), Failure> {
+    match threads {
+        None => Ok(()),
+        Some(n) if (1..=1024).contains(&n) => sieve_backends::set_threads(n)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("--threads {n}: {e}"))),
+        Some(n) => Err(Failure::usage(format!(
+            "--threads {n}: give between 1 and 1024 threads"
+        ))),
+    }
+}
+
 /// Reads the configuration, generation defaults and tokenizer of `dir` (or of the embedded
 /// model when `None`), not the weights.
 ///

@@ -275,10 +275,7 @@ fn bench_model_reports_prefill_and_decode() {
         .unwrap()
         .len();
     let read = report["weights_read_bytes"].as_u64().unwrap();
-    assert!(
-        read <= file && file - read < 16 << 10,
-        "{read} of {file}"
-    );
+    assert!(read <= file && file - read < 16 << 10, "{read} of {file}");
     assert!(report["threads"].as_u64().unwrap() >= 1);
     if cfg!(target_os = "linux") {
         assert!(report["peak_rss_bytes"].as_u64().unwrap() > read);
@@ -354,4 +351,35 @@ fn tokens_stand_in_for_the_prompt() {
     // Both at once is a usage error.
     let run = sieve(&["generate", "--prompt", "x", "--tokens", "1"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn the_thread_count_changes_no_token() {
+    for model in ["embedded".to_string(), fixture("qwen3-headdim")] {
+        let run = |threads: &str| {
+            ok_json(&[
+                "generate",
+                "--model",
+                &model,
+                "--tokens",
+                "1,5,9,13,17,21",
+                "-n",
+                "16",
+                "--seed",
+                "5",
+                "--sampler",
+                "temp(1.3) | dist",
+                "--threads",
+                threads,
+                "--json",
+            ])["tokens"]
+                .clone()
+        };
+        let one = run("1");
+        assert_eq!(one, run("2"), "{model}");
+        assert_eq!(one, run("3"), "{model}");
+    }
+    let out = common::sieve(&["generate", "--prompt", "a", "--threads", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--threads 0"), "{}", out.stderr);
 }

@@ -16,3 +16,8 @@ pub fn set_threads(threads: usize) -> Result<()> {
         .build_global()?;
     Ok(())
 }
+
+/// The size of the pool kernel calls run on (rayon's current pool).
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}

@@ -43,6 +43,9 @@ pub struct BenchModelArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Threads the model computes on and the bandwidth is measured with (default: one per core)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// Also time decode steps of several sequences at once, for each of these batch sizes
     /// (e.g. 1,4,8): aggregate tokens/s per batch size
     #[arg(long, value_name = "SIZES")]
@@ -123,7 +126,7 @@ pub struct ModelReport {
     /// Median decode step over the floor.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_vs_floor: f64,
-    /// Threads the measurement of bandwidth used (all cores).
+    /// Threads the model computed on, and the bandwidth was measured with.
     pub threads: usize,
     /// Seconds to load the weights (directory already read).
     #[serde(serialize_with = "sieve::outcome::json_f64")]
@@ -156,6 +159,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => Vec::new(),
     };
     let backend = model::backend(args.backend.as_deref())?;
+    model::threads(args.threads)?;
     let files = model::open_files(Some(&args.model))?;
     let draft_tokens = match (&args.draft, args.lookup) {
         (Some(_), _) => Some(args.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS)),
@@ -228,7 +232,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     for b in &mut batches {
         b.speedup = b.tokens_per_s / base;
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = sieve_backends::threads();
     let weights_read_bytes =
         (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64;
     // Read before the bandwidth buffer is allocated, which would count otherwise.

@@ -80,6 +80,9 @@ pub struct GenerateArgs {
     /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Threads the model computes on (default: one per core); the output does not depend on it
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// Print prompt tokens, time to first token, prefill and decode tokens/s to stderr
     #[arg(long)]
     pub stats: bool,
@@ -155,6 +158,7 @@ pub fn default_pipeline(config: &GenerationConfig) -> Option<String> {
 /// a model or stage failure.
 pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
+    model::threads(args.threads)?;
     if let Some(text) = &args.sampler {
         pipeline::check(text, registry)?;
     }
