@@ -42,7 +42,7 @@ pub enum Command {
     Apply(apply::ApplyArgs),
     /// Generate text with a model and a sampler pipeline, streaming it as it arrives
     #[command(after_help = generate::EXAMPLES)]
-    Generate(generate::GenerateArgs),
+    Generate(Box<generate::GenerateArgs>),
     /// Compare what pipelines do to the text: diversity, quality under the model, length
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::CompareArgs),
