@@ -26,7 +26,9 @@
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
 //!   uses ([`tokens_per_second`], [`Summary`]);
-//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
+//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler;
+//! - [`serve`]: [`Scheduler`], continuous batching of many requests on one model (the server's
+//!   engine).
 //!
 //! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
 //! `sieve-backends`, which implements these traits; this crate depends on `sieve-core` alone,
@@ -41,6 +43,7 @@ mod error;
 pub mod generate;
 pub mod model;
 pub mod parallel;
+pub mod serve;
 pub mod stats;
 pub mod step_stats;
 pub mod stop;
@@ -53,6 +56,7 @@ pub use error::{BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
 pub use parallel::generate_parallel;
+pub use serve::{Scheduler, SchedulerConfig};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};
