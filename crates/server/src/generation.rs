@@ -267,8 +267,9 @@ pub struct Meta {
 pub struct Submitted {
     /// What the response repeats.
     pub meta: Meta,
-    events: UnboundedReceiver<Event>,
+    // Dropped before `events`, so a cancellation is counted before the scheduler can see it.
     progress: Progress,
+    events: UnboundedReceiver<Event>,
 }
 
 /// Hands `prepared` to the scheduler.
