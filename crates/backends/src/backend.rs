@@ -194,6 +194,11 @@ impl LoadedModel {
         dispatch!(self, m => m.config())
     }
 
+    /// As [`Model::bytes_per_weight`].
+    pub fn bytes_per_weight(&self) -> usize {
+        dispatch!(self, m => m.bytes_per_weight())
+    }
+
     /// As [`Model::forward_last`].
     ///
     /// # Errors

@@ -238,3 +238,21 @@ fn a_bad_step_changes_no_sequence() {
     }
     assert_eq!(model.step(&[]).unwrap(), Vec::<Vec<f32>>::new());
 }
+
+#[test]
+fn a_decode_step_reads_every_weight_but_the_embedding_rows() {
+    for name in FIXTURES {
+        let dir = ModelDir::open(common::fixture_dir(name)).unwrap();
+        let config = dir.transformer_config().clone();
+        let checkpoint = dir.checkpoint().unwrap();
+        let mut total = 0;
+        for (_, tensor, shape) in checkpoint.shapes() {
+            total += shape.iter().product::<usize>();
+            // An untied model reads `lm_head` in full and one row of the embedding.
+            if tensor == "model.embed_tokens.weight" && !config.embedding.tied {
+                total -= shape.iter().product::<usize>();
+            }
+        }
+        assert_eq!(config.weights_read_per_token(), total, "{name}");
+    }
+}

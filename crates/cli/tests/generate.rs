@@ -257,6 +257,11 @@ fn bench_model_reports_prefill_and_decode() {
         "decode_median_ms",
         "decode_p90_ms",
         "decode_tokens_per_s",
+        "warm_prefill_tokens_per_s",
+        "bandwidth_gb_s",
+        "decode_floor_ms",
+        "decode_vs_floor",
+        "load_s",
     ] {
         assert!(report[key].as_f64().unwrap() > 0.0, "{key}: {report}");
     }
@@ -264,6 +269,20 @@ fn bench_model_reports_prefill_and_decode() {
         (report["prompt_len"].as_u64(), report["generated"].as_u64()),
         (Some(16), Some(4))
     );
+    // The fixture is bf16 and tied: a step reads every weight of its checkpoint, widened to
+    // f32 in memory (the exact count is checked in sieve-backends' tests).
+    let file = std::fs::metadata(format!("{model}/model.safetensors"))
+        .unwrap()
+        .len();
+    let read = report["weights_read_bytes"].as_u64().unwrap();
+    assert!(
+        read <= 2 * file && 2 * file - read < 64 << 10,
+        "{read} of {file}"
+    );
+    assert!(report["threads"].as_u64().unwrap() >= 1);
+    if cfg!(target_os = "linux") {
+        assert!(report["peak_rss_bytes"].as_u64().unwrap() > read);
+    }
 }
 
 #[test]

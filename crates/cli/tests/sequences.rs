@@ -105,3 +105,123 @@ fn bench_model_times_batches() {
         assert!(out.stderr.contains("--batch"), "{}", out.stderr);
     }
 }
+
+/// One case of `tests/fixtures/beams/llama-gqa-tied.json` (made with transformers by
+/// `tools/make_beam_fixtures.py`) whose EOS ids are the model's own, run through the CLI.
+#[test]
+fn beams_through_the_cli_equal_transformers() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/beams/llama-gqa-tied.json"
+    );
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let model = common::fixture_model("llama-gqa-tied");
+    let mut checked = 0;
+    for case in fixture["cases"].as_array().unwrap() {
+        if case["eos_token_id"] != serde_json::json!([2, 0]) || case["num_return_sequences"] == 1 {
+            continue;
+        }
+        let ids: Vec<String> = case["prompt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let mut sampler = Vec::new();
+        if let Some(r) = case["repetition_penalty"].as_f64() {
+            sampler.push(format!("penalty(repeat={r}, last_n=4096)"));
+        }
+        if let Some(n) = case["no_repeat_ngram_size"].as_u64() {
+            sampler.push(format!("no_repeat_ngram({n})"));
+        }
+        sampler.push("greedy".to_string());
+        let early = match &case["early_stopping"] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let (beams, k) = (
+            case["num_beams"].to_string(),
+            case["num_return_sequences"].to_string(),
+        );
+        let (n, alpha) = (
+            case["max_new_tokens"].to_string(),
+            case["length_penalty"].to_string(),
+        );
+        let sampler = sampler.join(" | ");
+        let out = ok_json(&[
+            "generate",
+            "--model",
+            &model,
+            "--tokens",
+            &ids.join(","),
+            "--sampler",
+            &sampler,
+            "--beams",
+            &beams,
+            "--num-return",
+            &k,
+            "--length-penalty",
+            &alpha,
+            "--early-stopping",
+            &early,
+            "-n",
+            &n,
+            "--json",
+        ]);
+        let sequences = out["sequences"].as_array().unwrap();
+        let expected = case["sequences"].as_array().unwrap();
+        assert_eq!(sequences.len(), expected.len(), "{case}");
+        for (got, (tokens, score)) in sequences
+            .iter()
+            .zip(expected.iter().zip(case["scores"].as_array().unwrap()))
+        {
+            assert_eq!(&got["tokens"], tokens, "{case}");
+            let d = (got["score"].as_f64().unwrap() - score.as_f64().unwrap()).abs();
+            assert!(d <= 1e-4, "score differs by {d}: {case}");
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} cases used the model's EOS ids"
+    );
+}
+
+#[test]
+fn beam_mistakes_are_usage_errors() {
+    for (args, says) in [
+        (vec!["--beams", "2", "--num-return", "3"], "--num-return 3"),
+        (vec!["--beams", "0"], "--beams 0"),
+        (vec!["--beams", "2", "--sampler", "temp(0.7)"], "greedy"),
+        (vec!["--beams", "2", "--sampler", "top_k(3) | dist"], "dist"),
+        (
+            vec!["--beams", "2", "--early-stopping", "sometimes"],
+            "sometimes",
+        ),
+        (vec!["--length-penalty", "1"], "--beams"),
+        (vec!["--beams", "2", "--stop", "x"], "--stop"),
+    ] {
+        let mut all = vec!["generate", "--prompt", "Once", "-n", "4"];
+        all.extend(args.iter().copied());
+        let out = sieve(&all);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn one_beam_is_greedy_and_scores_rank_the_beams() {
+    let greedy = generate(&["--sampler", "greedy"]);
+    let one = generate(&["--beams", "1"]);
+    assert_eq!(one["sequences"][0]["tokens"], greedy["tokens"]);
+    let four = generate(&["--beams", "4", "--num-return", "4"]);
+    let scores: Vec<f64> = four["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 4);
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+}

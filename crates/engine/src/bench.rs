@@ -12,18 +12,39 @@ use crate::{Error, Result};
 /// The timings of [`time_model`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelTimings {
-    /// Tokens in the prefill pass.
+    /// Tokens in each prefill pass.
     pub prompt_tokens: usize,
-    /// The prefill pass (prompt in, logits of the last position read back).
+    /// The first prefill pass (prompt in, logits of the last position read back): what a
+    /// user waits for after loading, caches and thread pools cold.
     pub prefill: Duration,
-    /// Each decode step (one token in, logits read back), in order.
+    /// The prefills repeated after it (each on an emptied cache), warm.
+    pub warm_prefills: Vec<Duration>,
+    /// Each decode step (one token in, logits read back), in order, after the last prefill.
     pub decode: Vec<Duration>,
 }
 
 impl ModelTimings {
-    /// Prompt tokens per second of prefill (0 when nothing was measured).
+    /// Prompt tokens per second of the first prefill (0 when nothing was measured).
     pub fn prefill_tokens_per_second(&self) -> f64 {
         tokens_per_second(self.prompt_tokens, self.prefill)
+    }
+
+    /// The median and 90th percentile of the warm prefills, in milliseconds (`None` without
+    /// one).
+    pub fn warm_prefill_ms(&self) -> Option<Summary> {
+        let ms: Vec<f64> = self
+            .warm_prefills
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        Summary::of(&ms)
+    }
+
+    /// Prompt tokens per second at the median warm prefill (0 without one).
+    pub fn warm_prefill_tokens_per_second(&self) -> f64 {
+        self.warm_prefill_ms().map_or(0.0, |s| {
+            tokens_per_second(self.prompt_tokens, Duration::from_secs_f64(s.median / 1e3))
+        })
     }
 
     /// The median and 90th percentile decode step, in milliseconds (`None` when there was
@@ -42,8 +63,9 @@ impl ModelTimings {
     }
 }
 
-/// Resets `model`, prefills `prompt`, then runs `decode_tokens` single-token steps, each
-/// feeding the highest-logit token of the previous step (lowest id on ties).
+/// Resets `model` and prefills `prompt` `1 + warm_prefills` times (the first is reported
+/// apart from the warm repeats), then runs `decode_tokens` single-token steps, each feeding
+/// the highest-logit token of the previous step (lowest id on ties).
 ///
 /// # Errors
 /// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] when `prompt` plus the decode steps do
@@ -52,6 +74,7 @@ pub fn time_model(
     model: &mut dyn LanguageModel,
     prompt: &[u32],
     decode_tokens: usize,
+    warm_prefills: usize,
 ) -> Result<ModelTimings> {
     if prompt.is_empty() {
         return Err(Error::EmptyPrompt);
@@ -64,10 +87,15 @@ pub fn time_model(
             context,
         });
     }
-    model.reset();
-    let t = Instant::now();
-    let mut logits = model.forward(prompt)?;
-    let prefill = t.elapsed();
+    let mut prefills = Vec::with_capacity(1 + warm_prefills);
+    let mut logits = Vec::new();
+    for _ in 0..=warm_prefills {
+        model.reset();
+        let t = Instant::now();
+        logits = model.forward(prompt)?;
+        prefills.push(t.elapsed());
+    }
+    let prefill = prefills.remove(0);
     let mut decode = Vec::with_capacity(decode_tokens);
     for _ in 0..decode_tokens {
         let next = argmax(&logits);
@@ -78,6 +106,7 @@ pub fn time_model(
     Ok(ModelTimings {
         prompt_tokens: prompt.len(),
         prefill,
+        warm_prefills: prefills,
         decode,
     })
 }
@@ -213,9 +242,21 @@ mod tests {
             calls: Vec::new(),
             position: 0,
         };
-        let t = time_model(&mut c, &[0, 1], 3).unwrap();
-        assert_eq!(c.calls, vec![vec![0, 1], vec![0], vec![1], vec![2]]);
+        let t = time_model(&mut c, &[0, 1], 3, 2).unwrap();
+        assert_eq!(
+            c.calls,
+            vec![
+                vec![0, 1],
+                vec![0, 1],
+                vec![0, 1],
+                vec![0],
+                vec![1],
+                vec![2]
+            ]
+        );
         assert_eq!((t.prompt_tokens, t.decode.len()), (2, 3));
+        assert_eq!(t.warm_prefills.len(), 2);
+        assert!(t.warm_prefill_ms().is_some());
         assert!(t.decode_step_ms().is_some());
     }
 
@@ -225,9 +266,11 @@ mod tests {
         let t = ModelTimings {
             prompt_tokens: 50,
             prefill: ms(250),
+            warm_prefills: vec![ms(100), ms(125), ms(500)],
             decode: vec![ms(40), ms(10), ms(20), ms(20), ms(30)],
         };
         assert_eq!(t.prefill_tokens_per_second(), 200.0);
+        assert_eq!(t.warm_prefill_tokens_per_second(), 400.0);
         let steps = t.decode_step_ms().unwrap();
         assert_eq!(steps.median, 20.0);
         assert!((steps.p90 - 36.0).abs() < 1e-9);
@@ -249,11 +292,11 @@ mod tests {
             position: 0,
         };
         assert!(matches!(
-            time_model(&mut c, &[], 3),
+            time_model(&mut c, &[], 3, 0),
             Err(Error::EmptyPrompt)
         ));
         assert!(matches!(
-            time_model(&mut c, &[0; 8], 3),
+            time_model(&mut c, &[0; 8], 3, 0),
             Err(Error::ContextOverflow {
                 tokens: 11,
                 context: 10

@@ -46,6 +46,20 @@ pub enum Error {
     /// One step fed the same sequence twice.
     #[error("{0} is fed twice in one step")]
     DuplicateSequence(crate::SeqId),
+    /// Beam search was given a pipeline that ends in a random selector.
+    #[error(
+        "beam search ranks every continuation by its score and keeps the best, so the pipeline \
+         must end in `greedy`, not the random selector `{selector}` (the DSL appends `dist` to a \
+         pipeline without a selector: write `… | greedy`)"
+    )]
+    BeamSelector {
+        /// The selector the pipeline ends in.
+        selector: String,
+    },
+    /// Beam-search options that cannot work: no beam, more sequences to return than beams
+    /// (or none), no token to generate, or not one pipeline per beam.
+    #[error("beam search: {0}")]
+    BeamOptions(BeamOptionsError),
     /// The sampler pipeline failed. The message includes the stage's error, which is
     /// therefore not also reported as this error's `source` (a report that prints the chain
     /// would say it twice).
@@ -75,6 +89,34 @@ pub enum Error {
     /// The scheduler does not run (its model failed to load, or it was shut down).
     #[error("{0}")]
     Stopped(String),
+}
+
+/// What is wrong with a [`BeamOptions`](crate::BeamOptions) (see [`Error::BeamOptions`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BeamOptionsError {
+    /// `beams` is 0.
+    #[error("at least one beam is needed")]
+    NoBeams,
+    /// `num_return` is 0 or more than `beams` (transformers rejects
+    /// `num_return_sequences > num_beams` too: only the `beams` best are kept).
+    #[error("cannot return {num_return} sequences from {beams} beams (1 to {beams})")]
+    NumReturn {
+        /// The sequences asked for.
+        num_return: usize,
+        /// The beams.
+        beams: usize,
+    },
+    /// `max_tokens` is 0 (transformers rejects `max_new_tokens = 0` too).
+    #[error("max_tokens must be at least 1")]
+    NoTokens,
+    /// Not exactly one pipeline per beam.
+    #[error("{pipelines} pipelines for {beams} beams (one per beam is needed)")]
+    Pipelines {
+        /// The pipelines given.
+        pipelines: usize,
+        /// The beams.
+        beams: usize,
+    },
 }
 
 /// Result type of this crate.

@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod beam;
 pub mod bench;
 pub mod detok;
 pub mod emit;
@@ -49,10 +50,11 @@ pub mod step_stats;
 pub mod stop;
 
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
+pub use beam::{beam_search, BeamOptions, BeamSearch, EarlyStopping, Hypothesis};
 pub use bench::{time_batch, time_model, BatchTimings, ModelTimings};
 pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
-pub use error::{BoxError, Error, Result};
+pub use error::{BeamOptionsError, BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
 pub use parallel::generate_parallel;

@@ -88,6 +88,11 @@ impl<B: Backend> Model<B> {
         &self.config
     }
 
+    /// Bytes each weight takes in memory (4: every checkpoint is widened to `f32` on load).
+    pub fn bytes_per_weight(&self) -> usize {
+        std::mem::size_of::<f32>()
+    }
+
     /// The device the weights live on.
     pub fn device(&self) -> &B::Device {
         &self.device

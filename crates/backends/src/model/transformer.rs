@@ -51,6 +51,35 @@ impl TransformerConfig {
         self.embedding.hidden_size
     }
 
+    /// How many weights one decode step reads: every projection, norm and bias of every
+    /// layer, the final norm and the output projection (the embedding contributes one row,
+    /// left out). Times the bytes per weight, the memory-bandwidth floor of a decode step.
+    pub fn weights_read_per_token(&self) -> usize {
+        let hidden = self.hidden_size();
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                let a = &l.attention;
+                let (q, kv) = (a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim);
+                let projections = hidden * (q + 2 * kv) + q * hidden;
+                let qkv_bias = if a.qkv_bias { q + 2 * kv } else { 0 };
+                let o_bias = if a.o_bias { hidden } else { 0 };
+                let qk_norm = a.qk_norm.map_or(0, |_| 2 * a.head_dim);
+                let m = &l.mlp;
+                let mlp = 3 * m.hidden_size * m.intermediate_size;
+                let mlp_bias = if m.bias {
+                    2 * m.intermediate_size + m.hidden_size
+                } else {
+                    0
+                };
+                let norms = if l.sandwich_norms { 4 } else { 2 } * hidden;
+                projections + qkv_bias + o_bias + qk_norm + mlp + mlp_bias + norms
+            })
+            .sum();
+        layers + hidden + self.vocab_size() * hidden
+    }
+
     /// Loads every weight from `checkpoint` onto `device`, under the Hugging Face names
     /// (`model.embed_tokens`, `lm_head`, `model.layers.{i}.…`, `model.norm`). With tied
     /// embeddings the output projection is the embedding matrix and `lm_head.weight` is not

@@ -4,6 +4,7 @@
 //!   the criterion benches time too;
 //! - [`model`]: a model's prefill and decode speed.
 
+pub mod bandwidth;
 pub mod model;
 pub mod sampler;
 pub mod workload;

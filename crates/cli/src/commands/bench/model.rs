@@ -3,7 +3,10 @@
 //! A prompt of `--prompt-len` token ids (cycling through the vocabulary from id 1, so every
 //! run feeds the same tokens) is prefilled in one forward pass; then `--gen` decode steps each
 //! feed the argmax of the previous logits (`sieve_engine::time_model`). Reported: time to first
-//! token (the prefill), prefill tokens/s, and the median and p90 decode step with its tokens/s.
+//! token (the first prefill), prefill tokens/s of the first and (median) of `--prefills` warm
+//! repeats, the median and p90 decode step with its tokens/s, and beside it the floor: the
+//! bytes of weights a decode step reads over the machine's read bandwidth measured with all
+//! cores (`bench::bandwidth`), with the ratio; the load time and the peak resident memory.
 //! With `--batch 1,4,8`, the prompt is also prefilled once and forked into that many
 //! sequences, and `--gen` steps each decode one token of every sequence in one forward pass
 //! (`sieve_engine::time_batch`): the aggregate tokens/s per batch size, and its ratio to one
@@ -16,6 +19,7 @@ use clap::Args;
 use serde::Serialize;
 use sieve_engine::{time_batch, time_model};
 
+use super::bandwidth::{peak_rss, read_bandwidth};
 use crate::error::{Failure, ResultExt};
 use crate::model;
 
@@ -31,6 +35,9 @@ pub struct BenchModelArgs {
     /// Decode steps timed after the prefill
     #[arg(long = "gen", default_value_t = 32, value_name = "N")]
     pub generate: usize,
+    /// Prefills repeated after the first (warm), reported as their median
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub prefills: usize,
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
@@ -75,9 +82,12 @@ pub struct ModelReport {
     /// Seconds of the prefill (= time to first token, sampling aside).
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub time_to_first_token_s: f64,
-    /// Prompt tokens per second of the prefill.
+    /// Prompt tokens per second of the first prefill.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub prefill_tokens_per_s: f64,
+    /// Prompt tokens per second at the median warm prefill (0 with `--prefills 0`).
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub warm_prefill_tokens_per_s: f64,
     /// Median decode step, ms.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_median_ms: f64,
@@ -87,6 +97,25 @@ pub struct ModelReport {
     /// 1 / median decode step.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub decode_tokens_per_s: f64,
+    /// Bytes of weights one decode step reads (every weight but the embedding rows, at its
+    /// in-memory size).
+    pub weights_read_bytes: u64,
+    /// The machine's read bandwidth measured with all cores, GB/s.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub bandwidth_gb_s: f64,
+    /// `weights_read_bytes` at that bandwidth: the fastest a decode step can be, ms.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub decode_floor_ms: f64,
+    /// Median decode step over the floor.
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub decode_vs_floor: f64,
+    /// Threads the measurement of bandwidth used (all cores).
+    pub threads: usize,
+    /// Seconds to load the weights (directory already read).
+    #[serde(serialize_with = "sieve::outcome::json_f64")]
+    pub load_s: f64,
+    /// Peak resident memory of the process, bytes (`null` off Linux).
+    pub peak_rss_bytes: Option<u64>,
     /// Decode steps of several sequences at once (`--batch`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batches: Vec<BatchReport>,
@@ -110,7 +139,10 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => Vec::new(),
     };
     let backend = model::backend(args.backend.as_deref())?;
-    let mut open = model::open(Some(&args.model), backend)?;
+    let files = model::open_files(Some(&args.model))?;
+    let t = std::time::Instant::now();
+    let mut open = model::load(files, backend)?;
+    let load_s = t.elapsed().as_secs_f64();
     let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
     if args.prompt_len + args.generate > context {
         return Err(Failure::usage(format!(
@@ -121,7 +153,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let prompt: Vec<u32> = (0..args.prompt_len)
         .map(|i| (1 + i % (vocab - 1).max(1)) as u32)
         .collect();
-    let timings = time_model(&mut open.model, &prompt, args.generate)
+    let timings = time_model(&mut open.model, &prompt, args.generate, args.prefills)
         .map_err(anyhow::Error::new)
         .runtime()?;
     let decode = timings
@@ -151,15 +183,30 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     for b in &mut batches {
         b.speedup = b.tokens_per_s / base;
     }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let weights_read_bytes =
+        (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64;
+    // Read before the bandwidth buffer is allocated, which would count otherwise.
+    let peak_rss_bytes = peak_rss();
+    let bandwidth = read_bandwidth(threads);
+    let decode_floor_ms = weights_read_bytes as f64 / bandwidth * 1e3;
     let report = ModelReport {
         backend: backend.name().to_string(),
         prompt_len: args.prompt_len,
         generated: args.generate,
         time_to_first_token_s: timings.prefill.as_secs_f64(),
         prefill_tokens_per_s: timings.prefill_tokens_per_second(),
+        warm_prefill_tokens_per_s: timings.warm_prefill_tokens_per_second(),
         decode_median_ms: decode.median,
         decode_p90_ms: decode.p90,
         decode_tokens_per_s: timings.decode_tokens_per_second(),
+        weights_read_bytes,
+        bandwidth_gb_s: bandwidth / 1e9,
+        decode_floor_ms,
+        decode_vs_floor: decode.median / decode_floor_ms,
+        threads,
+        load_s,
+        peak_rss_bytes,
         batches,
     };
     Ok(if args.json {
@@ -177,10 +224,22 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         );
         let _ = writeln!(
             text,
-            "prefill:  {} tokens in {:.1} ms: {:.1} tokens/s (time to first token)",
+            "load:     {:.2} s, peak resident memory {}",
+            report.load_s,
+            report
+                .peak_rss_bytes
+                .map_or("unknown".to_string(), |b| format!(
+                    "{:.1} MB",
+                    b as f64 / 1e6
+                ))
+        );
+        let _ = writeln!(
+            text,
+            "prefill:  {} tokens in {:.1} ms: {:.1} tokens/s (time to first token); warm: {:.1} tokens/s",
             report.prompt_len,
             report.time_to_first_token_s * 1e3,
-            report.prefill_tokens_per_s
+            report.prefill_tokens_per_s,
+            report.warm_prefill_tokens_per_s
         );
         let _ = writeln!(
             text,
@@ -189,6 +248,15 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             report.decode_p90_ms,
             report.generated,
             report.decode_tokens_per_s
+        );
+        let _ = writeln!(
+            text,
+            "floor:    {:.1} MB of weights per token at {:.1} GB/s ({} threads): {:.2} ms; decode is {:.2}× the floor",
+            report.weights_read_bytes as f64 / 1e6,
+            report.bandwidth_gb_s,
+            report.threads,
+            report.decode_floor_ms,
+            report.decode_vs_floor
         );
         for b in &report.batches {
             let _ = writeln!(

@@ -15,6 +15,7 @@
 //!   pipeline is built against the tokenizer's vocabulary and the prompt encoded, and only then
 //!   are the weights loaded.
 
+mod beams;
 mod report;
 mod samples;
 
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use clap::Args;
 use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
-use sieve_engine::{generate, FinishReason, GenerateOptions};
+use sieve_engine::{generate, EarlyStopping, FinishReason, GenerateOptions};
 
 use report::{single_json, stats_text, RunInfo, RunStats};
 
@@ -88,6 +89,22 @@ pub struct GenerateArgs {
     /// seed + i, so sequence 0 equals a plain run); --json then prints {"sequences": […]}
     #[arg(long = "num-return", value_name = "K")]
     pub num_return: Option<usize>,
+    /// Beam search with N beams (transformers' num_beams, do_sample=False); the pipeline must
+    /// end in greedy (the default with --beams)
+    #[arg(long, value_name = "N", conflicts_with = "stop")]
+    pub beams: Option<usize>,
+    /// Beam search: a finished hypothesis scores sum_logprobs / length^F (default 1)
+    #[arg(
+        long = "length-penalty",
+        value_name = "F",
+        requires = "beams",
+        allow_negative_numbers = true
+    )]
+    pub length_penalty: Option<f64>,
+    /// Beam search: stop once N hypotheses are finished (true), when no beam can beat them at
+    /// its current length (false, the default), or at its longest (never)
+    #[arg(long = "early-stopping", value_name = "WHEN", requires = "beams")]
+    pub early_stopping: Option<EarlyStopping>,
     /// Plugin libraries.
     #[command(flatten)]
     pub plugins: PluginArgs,
@@ -131,9 +148,10 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     }
     let files = model::open_files(args.model.as_deref())?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let text = match &args.sampler {
-        Some(text) => text.clone(),
-        None => default_pipeline(files.dir.generation())
+    let text = match (&args.sampler, args.beams) {
+        (Some(text), _) => text.clone(),
+        (None, Some(_)) => "greedy".to_string(),
+        (None, None) => default_pipeline(files.dir.generation())
             .unwrap_or_else(|| FALLBACK_PIPELINE.to_string()),
     };
     let cx = BuildContext {
@@ -157,7 +175,9 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         .max_tokens
         .or(files.dir.generation().max_new_tokens.map(|n| n as usize))
         .unwrap_or(DEFAULT_MAX_TOKENS);
-    if let Some(k) = args.num_return {
+    if let Some(beams) = args.beams {
+        beams::check(beams, args.num_return)?;
+    } else if let Some(k) = args.num_return {
         if k == 0 || k > samples::MAX_RETURN {
             return Err(Failure::usage(format!(
                 "--num-return {k}: give between 1 and {} sequences",
@@ -186,6 +206,26 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         step_stats: false,
         cancel: Some(&cancel),
     };
+    if let Some(beams) = args.beams {
+        let request = beams::Request {
+            beams,
+            num_return: args.num_return.unwrap_or(1),
+            length_penalty: args.length_penalty.unwrap_or(1.0),
+            early_stopping: args.early_stopping.unwrap_or_default(),
+            max_tokens,
+            pipeline: &text,
+            registry,
+            prompt: &prompt,
+            cancel: &cancel,
+            json: args.json,
+            stats: args.stats,
+        };
+        let cx = BuildContext {
+            seed,
+            vocab: Some(&open.files.vocab),
+        };
+        return beams::run(&request, &mut open.model, &open.files, &cx, &info, out);
+    }
     if let Some(k) = args.num_return {
         let request = samples::Request {
             k,
@@ -241,10 +281,14 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     Ok(())
 }
 
-/// An engine error as the command reports it: bad stop strings are usage, the rest runtime.
+/// An engine error as the command reports it: bad stop strings and beam options are usage,
+/// the rest runtime.
 fn engine_failure(e: sieve_engine::Error) -> Failure {
     match e {
         sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        sieve_engine::Error::BeamSelector { .. } | sieve_engine::Error::BeamOptions(_) => {
+            Failure::usage(format!("--beams: {e}"))
+        }
         e => Failure::Runtime(anyhow::Error::new(e)),
     }
 }

@@ -1,0 +1,45 @@
+//! # sieve-kernels
+//!
+//! CPU kernels whose results do not depend on the batch: a row of a matrix product, or a query
+//! row of attention, comes out bit-for-bit the same whether it is computed alone or beside
+//! other rows, on one thread or many, with AVX-512, AVX2 or plain scalar code.
+//!
+//! That holds because every dot product uses one reduction order that is a function of its
+//! length alone ([`reference_dot`]): 16 partial sums, lane `l` taking the indices `≡ l (mod 16)`
+//! in increasing order with a fused multiply-add, the last partial chunk padded with zeros, then
+//! a fixed pairwise tree over the 16 lanes. The SIMD paths are register-tiled versions of that
+//! same order; work is split between threads over output columns only, never over the
+//! reduction.
+//!
+//! | item | job |
+//! |---|---|
+//! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype |
+//! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
+//! | [`attend`] | causal attention of one sequence against its key/value cache |
+//! | [`reference_dot`] | the reduction order, in plain scalar code |
+//! | [`Isa`] | which instruction set a call uses (detected at run time) |
+//! | [`set_threads`] | the size of the global thread pool the kernels run on |
+//!
+//! Threads: every kernel runs on the current rayon pool (the global one unless the call is
+//! inside [`rayon::ThreadPool::install`]); small problems stay on the calling thread.
+#![warn(missing_docs)]
+
+mod attend;
+mod dtype;
+mod error;
+mod isa;
+mod matmul;
+mod reference;
+mod simd;
+mod split;
+mod threads;
+mod weights;
+
+pub use attend::{attend, attend_on, Attention};
+pub use dtype::Dtype;
+pub use error::{Error, Result};
+pub use isa::Isa;
+pub use matmul::{matmul_nt, matmul_nt_on};
+pub use reference::{reference_dot, LANES};
+pub use threads::set_threads;
+pub use weights::{WeightView, Weights};

@@ -1,0 +1,145 @@
+//! AVX-512 (F, BW, VL, DQ) with FMA and F16C: one 16-lane accumulator per `zmm` register.
+//!
+//! Up to 8 rows share one pass over the weights (decode); prefill uses 4 rows × 6 columns, 24
+//! accumulators of the 32 registers.
+
+use std::arch::x86_64::*;
+
+use super::driver::{self, rows_table, Tile};
+use super::{Elem, Gemm, Lanes};
+
+/// AVX-512 lanes.
+pub(crate) struct Avx512;
+
+/// The mask of the first `len` of 16 lanes.
+#[inline(always)]
+fn mask(len: usize) -> __mmask16 {
+    ((1u32 << len) - 1) as __mmask16
+}
+
+impl Lanes for Avx512 {
+    type V = __m512;
+    const DECODE_ROWS: usize = 8;
+    const PREFILL_ROWS: usize = 4;
+    const PREFILL_COLS: usize = 6;
+
+    #[inline(always)]
+    unsafe fn zero() -> __m512 {
+        _mm512_setzero_ps()
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> __m512 {
+        _mm512_set1_ps(v)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> __m512 {
+        _mm512_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn load_part(p: *const f32, len: usize) -> __m512 {
+        // Masked-off lanes are not read (no fault past the end) and come back zero.
+        _mm512_maskz_loadu_ps(mask(len), p)
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u8) -> __m512 {
+        let h = _mm256_loadu_si256(p.cast());
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+    #[inline(always)]
+    unsafe fn load_bf16_part(p: *const u8, len: usize) -> __m512 {
+        let h = _mm256_maskz_loadu_epi16(mask(len), p.cast());
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u8) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()))
+    }
+    #[inline(always)]
+    unsafe fn load_f16_part(p: *const u8, len: usize) -> __m512 {
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(len), p.cast()))
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: __m512) {
+        _mm512_storeu_ps(p, v)
+    }
+    #[inline(always)]
+    unsafe fn store_part(p: *mut f32, v: __m512, len: usize) {
+        _mm512_mask_storeu_ps(p, mask(len), v)
+    }
+    #[inline(always)]
+    unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn sum(v: __m512) -> f32 {
+        // Lanes l + 8, then + 4, + 2, + 1: the tree of `reference_dot`.
+        let s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps::<1>(v));
+        let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8));
+        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        let s1 = _mm_add_ss(s2, _mm_shuffle_ps::<1>(s2, s2));
+        _mm_cvtss_f32(s1)
+    }
+    #[inline(always)]
+    unsafe fn sum4(v: [__m512; 4]) -> [f32; 4] {
+        // The same tree for four vectors at once, halves of different vectors side by side.
+        let [a, b, c, d] = v;
+        // Lanes l + 8: [a | b] and [c | d], 8 lanes each.
+        let ab = _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x44>(a, b),
+            _mm512_shuffle_f32x4::<0xEE>(a, b),
+        );
+        let cd = _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x44>(c, d),
+            _mm512_shuffle_f32x4::<0xEE>(c, d),
+        );
+        // Lanes l + 4: [a | b | c | d], 4 lanes each.
+        let s4 = _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x88>(ab, cd),
+            _mm512_shuffle_f32x4::<0xDD>(ab, cd),
+        );
+        // Lanes l + 2, then l + 1, within each quarter.
+        let s2 = _mm512_add_ps(s4, _mm512_shuffle_ps::<0xEE>(s4, s4));
+        let s1 = _mm512_add_ps(s2, _mm512_shuffle_ps::<0x55>(s2, s2));
+        let first = _mm512_permutexvar_ps(
+            _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+            s1,
+        );
+        let mut out = [0f32; 4];
+        _mm_storeu_ps(out.as_mut_ptr(), _mm512_castps512_ps128(first));
+        out
+    }
+    #[inline(always)]
+    unsafe fn rows<E: Elem>(rows: usize, tile: &Tile, ncols: usize) {
+        rows_table!(rows, tile, ncols, E;
+            1 => 8, 2 => 8, 3 => 6, 4 => 6, 5 => 4, 6 => 3, 7 => 3, 8 => 2)
+    }
+    #[inline(always)]
+    unsafe fn rows_packed(rows: usize, tile: &Tile, ncols: usize) {
+        rows_table!(rows, tile, ncols, super::F32; 1 => 6, 2 => 6, 3 => 6, 4 => 6)
+    }
+}
+
+/// [`super::gemm_cols`] with AVX-512.
+///
+/// # Safety
+/// As [`super::gemm_cols`]; the CPU has the enabled features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")]
+pub(super) unsafe fn gemm_cols(g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec<f32>) {
+    driver::gemm_cols::<Avx512>(g, j0, j1, scratch)
+}
+
+/// [`super::weighted_sum`] with AVX-512.
+///
+/// # Safety
+/// As `driver::weighted_sum`; the CPU has the enabled features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")]
+pub(super) unsafe fn weighted_sum(
+    e: *const f32,
+    nt: usize,
+    v: *const f32,
+    ldv: usize,
+    d: usize,
+    out: *mut f32,
+) {
+    driver::weighted_sum::<Avx512>(e, nt, v, ldv, d, out)
+}

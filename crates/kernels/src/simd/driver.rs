@@ -1,0 +1,309 @@
+//! The loops shared by every instruction set: register tiles of `R` rows × `C` columns of
+//! 16-lane accumulators, the column loop, prefill's weight panels, and the weighted sum of
+//! attention.
+//!
+//! Every accumulator `(r, c)` sees exactly [`crate::reference_dot`]'s steps: `+0.0`, then one
+//! `fma(x chunk, w chunk, acc)` per 16-wide chunk in increasing order (the last one zero-padded),
+//! then the lane tree. Tile shapes, panels and packing only change *when* an accumulator is
+//! updated, never its sequence of operations, so the result of a row is independent of the
+//! other rows, of the columns beside it and of the instruction set.
+
+use super::{Bf16, Elem, Gemm, Lanes, F16, F32};
+use crate::{Dtype, LANES};
+
+/// Bytes of widened weights prefill keeps per panel (a panel is reused from L2 by every row
+/// tile).
+const PANEL_BYTES: usize = 256 * 1024;
+/// Alignment of prefill's buffers (a cache line: whole-line loads).
+const ALIGN_FLOATS: usize = 16;
+
+/// One block of rows against a run of weight columns: `out[r * ldo + c] = dot(x[r], w[c]) +
+/// bias[c]`.
+///
+/// Column `c`'s weights start at `w + (c / group) * gstride + (c % group) * ldw` bytes and its
+/// 16-wide chunks are `cstride` bytes apart: a plain row-major weight has `group = usize::MAX`,
+/// `ldw` = its row length and `cstride = 16 · size`; prefill's packed panel interleaves the
+/// chunks of `group` columns.
+pub(crate) struct Tile {
+    x: *const f32,
+    ldx: usize,
+    k: usize,
+    w: *const u8,
+    ldw: usize,
+    group: usize,
+    gstride: usize,
+    cstride: usize,
+    bias: *const f32,
+    out: *mut f32,
+    ldo: usize,
+}
+
+impl Tile {
+    /// The first weight byte of column `c`.
+    #[inline(always)]
+    unsafe fn col(&self, c: usize) -> *const u8 {
+        self.w
+            .add((c / self.group) * self.gstride + (c % self.group) * self.ldw)
+    }
+}
+
+/// Columns `j0..j1` of `g`, every row. The generic body of each instruction set's entry point.
+///
+/// # Safety
+/// As [`super::gemm_cols`], with `L`'s features enabled.
+#[inline(always)]
+pub(super) unsafe fn gemm_cols<L: Lanes>(g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec<f32>) {
+    match g.dtype {
+        Dtype::F32 => gemm_cols_of::<L, F32>(g, j0, j1, scratch),
+        Dtype::Bf16 => gemm_cols_of::<L, Bf16>(g, j0, j1, scratch),
+        Dtype::F16 => gemm_cols_of::<L, F16>(g, j0, j1, scratch),
+    }
+}
+
+#[inline(always)]
+unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec<f32>) {
+    let size = E::DTYPE.size();
+    if g.m <= L::DECODE_ROWS {
+        // Decode: all rows in one pass over the weights as they are stored, each chunk loaded
+        // (and widened) once.
+        let tile = Tile {
+            x: g.x,
+            ldx: g.ldx,
+            k: g.k,
+            w: g.w.add(j0 * g.ldw),
+            ldw: g.ldw,
+            group: usize::MAX,
+            gstride: 0,
+            cstride: LANES * size,
+            bias: if g.bias.is_null() {
+                g.bias
+            } else {
+                g.bias.add(j0)
+            },
+            out: g.out.add(j0),
+            ldo: g.ldo,
+        };
+        L::rows::<E>(g.m, &tile, j1 - j0);
+        return;
+    }
+    // Prefill: the rows are copied once to an aligned, zero-padded buffer; then a panel of
+    // `nc` weight columns is widened into an aligned buffer, the chunks of each `group` of
+    // columns interleaved so a register tile reads one stream, and every block of rows goes
+    // through the panel while it is in cache.
+    let kp = g.k.div_ceil(LANES) * LANES;
+    let group = L::PREFILL_COLS;
+    let nc = (PANEL_BYTES / (kp * 4) / group).max(1) * group;
+    let panel_len = nc.div_ceil(group) * group * kp;
+    let x_len = g.m * kp;
+    scratch.resize(panel_len + x_len + ALIGN_FLOATS, 0.0);
+    let base = scratch.as_mut_ptr();
+    let base = base.add(base.align_offset(ALIGN_FLOATS * 4));
+    let (panel, xbuf) = (base, base.add(panel_len));
+    for r in 0..g.m {
+        std::ptr::copy_nonoverlapping(g.x.add(r * g.ldx), xbuf.add(r * kp), g.k);
+        std::ptr::write_bytes(xbuf.add(r * kp + g.k), 0, kp - g.k);
+    }
+    let mut p0 = j0;
+    while p0 < j1 {
+        let p1 = (p0 + nc).min(j1);
+        pack::<L, E>(g.w.add(p0 * g.ldw), g.ldw, p1 - p0, g.k, group, panel);
+        let mut r0 = 0;
+        while r0 < g.m {
+            let rows = L::PREFILL_ROWS.min(g.m - r0);
+            let tile = Tile {
+                x: xbuf.add(r0 * kp),
+                ldx: kp,
+                k: g.k,
+                w: panel.cast(),
+                ldw: LANES * 4,
+                group,
+                gstride: group * kp * 4,
+                cstride: group * LANES * 4,
+                bias: if g.bias.is_null() {
+                    g.bias
+                } else {
+                    g.bias.add(p0)
+                },
+                out: g.out.add(r0 * g.ldo + p0),
+                ldo: g.ldo,
+            };
+            L::rows_packed(rows, &tile, p1 - p0);
+            r0 += rows;
+        }
+        p0 = p1;
+    }
+}
+
+/// Widens `cols` weight rows (stride `ldw` bytes, `k` elements) into `dst`: for each group of
+/// `group` columns, chunk `i` of column `c` at `((g · kc + i) · group + c) · 16` floats, every
+/// column zero-padded to `kc = ⌈k / 16⌉` chunks.
+#[inline(always)]
+unsafe fn pack<L: Lanes, E: Elem>(
+    w: *const u8,
+    ldw: usize,
+    cols: usize,
+    k: usize,
+    group: usize,
+    dst: *mut f32,
+) {
+    let size = E::DTYPE.size();
+    let (full, rem) = (k / LANES, k % LANES);
+    let kc = k.div_ceil(LANES);
+    for j in 0..cols {
+        let src = w.add(j * ldw);
+        let col = dst.add(((j / group) * kc * group + j % group) * LANES);
+        for i in 0..full {
+            L::store(
+                col.add(i * group * LANES),
+                E::load::<L>(src.add(i * LANES * size)),
+            );
+        }
+        if rem > 0 {
+            L::store(
+                col.add(full * group * LANES),
+                E::load_part::<L>(src.add(full * LANES * size), rem),
+            );
+        }
+    }
+}
+
+/// Columns `0..ncols` of `t` with `R` rows, `C` columns per register tile and single columns
+/// for the rest.
+#[inline(always)]
+pub(super) unsafe fn cols<L: Lanes, E: Elem, const R: usize, const C: usize>(
+    t: &Tile,
+    ncols: usize,
+) {
+    let mut c0 = 0;
+    while c0 + C <= ncols {
+        tile::<L, E, R, C>(t, c0);
+        c0 += C;
+    }
+    while c0 < ncols {
+        tile::<L, E, R, 1>(t, c0);
+        c0 += 1;
+    }
+}
+
+/// The `R × C` register tile at columns `c0..c0 + C` of `t`.
+#[inline(always)]
+unsafe fn tile<L: Lanes, E: Elem, const R: usize, const C: usize>(t: &Tile, c0: usize) {
+    let mut w = [t.w; C];
+    for (c, wc) in w.iter_mut().enumerate() {
+        *wc = t.col(c0 + c);
+    }
+    let mut acc = [[L::zero(); C]; R];
+    let (full, rem) = (t.k / LANES, t.k % LANES);
+    for i in 0..full {
+        let mut xs = [L::zero(); R];
+        for (r, xr) in xs.iter_mut().enumerate() {
+            *xr = L::load(t.x.add(r * t.ldx + i * LANES));
+        }
+        for c in 0..C {
+            let wc = E::load::<L>(w[c].add(i * t.cstride));
+            for r in 0..R {
+                acc[r][c] = L::fma(xs[r], wc, acc[r][c]);
+            }
+        }
+    }
+    if rem > 0 {
+        let mut xs = [L::zero(); R];
+        for (r, xr) in xs.iter_mut().enumerate() {
+            *xr = L::load_part(t.x.add(r * t.ldx + full * LANES), rem);
+        }
+        for c in 0..C {
+            let wc = E::load_part::<L>(w[c].add(full * t.cstride), rem);
+            for r in 0..R {
+                acc[r][c] = L::fma(xs[r], wc, acc[r][c]);
+            }
+        }
+    }
+    // The lane trees, four accumulators at a time (row-major over the tile).
+    let mut q = 0;
+    while q < R * C {
+        let at = |i: usize| ((q + i) / C, (q + i) % C);
+        let mut v = [L::zero(); 4];
+        for (i, vi) in v.iter_mut().enumerate() {
+            if q + i < R * C {
+                let (r, c) = at(i);
+                *vi = acc[r][c];
+            }
+        }
+        let sums = L::sum4(v);
+        for (i, &s) in sums.iter().enumerate().take(R * C - q) {
+            let (r, c) = at(i);
+            let b = if t.bias.is_null() {
+                0.0
+            } else {
+                *t.bias.add(c0 + c)
+            };
+            *t.out.add(r * t.ldo + c0 + c) = if t.bias.is_null() { s } else { s + b };
+        }
+        q += 4;
+    }
+}
+
+/// Output lanes per block of the weighted sum (four 16-lane accumulators).
+const SUM_BLOCK: usize = 4 * LANES;
+
+/// `out[i] = Σ_t e[t] * v[t * ldv + i]` for `i < d` (see [`super::weighted_sum`]).
+///
+/// # Safety
+/// `e` readable for `nt` floats, `v` for `nt` rows of `d` floats at stride `ldv`, `out`
+/// writable for `d` floats; `L`'s features enabled.
+#[inline(always)]
+pub(super) unsafe fn weighted_sum<L: Lanes>(
+    e: *const f32,
+    nt: usize,
+    v: *const f32,
+    ldv: usize,
+    d: usize,
+    out: *mut f32,
+) {
+    let mut i0 = 0;
+    while i0 + SUM_BLOCK <= d {
+        let mut acc = [L::zero(); 4];
+        for t in 0..nt {
+            let et = L::splat(*e.add(t));
+            let row = v.add(t * ldv + i0);
+            for (q, a) in acc.iter_mut().enumerate() {
+                *a = L::fma(et, L::load(row.add(q * LANES)), *a);
+            }
+        }
+        for (q, &a) in acc.iter().enumerate() {
+            L::store(out.add(i0 + q * LANES), a);
+        }
+        i0 += SUM_BLOCK;
+    }
+    while i0 < d {
+        let len = (d - i0).min(LANES);
+        let mut acc = L::zero();
+        for t in 0..nt {
+            let et = L::splat(*e.add(t));
+            let x = if len == LANES {
+                L::load(v.add(t * ldv + i0))
+            } else {
+                L::load_part(v.add(t * ldv + i0), len)
+            };
+            acc = L::fma(et, x, acc);
+        }
+        if len == LANES {
+            L::store(out.add(i0), acc);
+        } else {
+            L::store_part(out.add(i0), acc, len);
+        }
+        i0 += len;
+    }
+}
+
+/// The `match` from a row count to the tile shapes of one instruction set:
+/// `rows_table!(rows, tile, ncols, E; 1 => 8, 2 => 8, …)` runs `cols::<Self, E, R, C>`.
+macro_rules! rows_table {
+    ($rows:expr, $tile:expr, $ncols:expr, $e:ty; $($r:literal => $c:literal),+ $(,)?) => {
+        match $rows {
+            $($r => $crate::simd::driver::cols::<Self, $e, $r, $c>($tile, $ncols),)+
+            other => unreachable!("no tile for {other} rows"),
+        }
+    };
+}
+pub(super) use rows_table;

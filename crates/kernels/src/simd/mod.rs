@@ -1,0 +1,213 @@
+//! The register-tiled kernels behind [`crate::matmul_nt`] and [`crate::attend`], one file per
+//! instruction set, sharing one generic driver.
+//!
+//! - [`Lanes`]: a 16-lane `f32` vector (one AVX-512 register, two AVX2 registers, or 16 scalars)
+//!   and the handful of operations the reduction order needs;
+//! - [`Elem`]: loading 16 weights of one dtype, widened exactly to `f32`;
+//! - `driver`: the tiles and loops, generic over both, so every instruction set follows the
+//!   same per-accumulator order as [`crate::reference_dot`];
+//! - `scalar`, `avx2`, `avx512`: the [`Lanes`] implementations and the `#[target_feature]`
+//!   entry points.
+//!
+//! Everything here works on raw pointers that the safe callers (`matmul.rs`, `attend.rs`) have
+//! bounds-checked; the `# Safety` section of each entry point says what they must guarantee.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod driver;
+mod scalar;
+
+use crate::{Dtype, Isa};
+
+/// A 16-lane `f32` vector and the operations the fixed reduction order is built from.
+///
+/// # Safety
+/// Every method may use instructions of its instruction set: call them only from code running
+/// with those features enabled (the `#[target_feature]` entry points). Pointer arguments must be
+/// valid for the lanes read or written; no alignment is required.
+pub(crate) trait Lanes {
+    /// The vector.
+    type V: Copy;
+    /// Up to this many rows go through the weights in a single pass (decode).
+    const DECODE_ROWS: usize;
+    /// Rows per tile when there are more rows than [`Lanes::DECODE_ROWS`] (prefill).
+    const PREFILL_ROWS: usize;
+    /// Columns per tile in prefill (the packed panel interleaves this many columns).
+    const PREFILL_COLS: usize;
+
+    /// All lanes `+0.0`.
+    unsafe fn zero() -> Self::V;
+    /// All lanes `v`.
+    unsafe fn splat(v: f32) -> Self::V;
+    /// 16 `f32` from `p`.
+    unsafe fn load(p: *const f32) -> Self::V;
+    /// The first `len < 16` `f32` from `p`, the other lanes `0.0`.
+    unsafe fn load_part(p: *const f32, len: usize) -> Self::V;
+    /// 16 little-endian `bf16` from `p`, widened.
+    unsafe fn load_bf16(p: *const u8) -> Self::V;
+    /// The first `len < 16` `bf16` from `p`, widened, the other lanes `0.0`.
+    unsafe fn load_bf16_part(p: *const u8, len: usize) -> Self::V;
+    /// 16 little-endian `f16` from `p`, widened.
+    unsafe fn load_f16(p: *const u8) -> Self::V;
+    /// The first `len < 16` `f16` from `p`, widened, the other lanes `0.0`.
+    unsafe fn load_f16_part(p: *const u8, len: usize) -> Self::V;
+    /// Writes the 16 lanes to `p`.
+    unsafe fn store(p: *mut f32, v: Self::V);
+    /// Writes the first `len < 16` lanes to `p`.
+    unsafe fn store_part(p: *mut f32, v: Self::V, len: usize);
+    /// `a * b + c` per lane, rounded once.
+    unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// The fixed tree over the lanes (see [`crate::reference_dot`]).
+    unsafe fn sum(v: Self::V) -> f32;
+    /// [`Lanes::sum`] of four vectors (an instruction set may share the shuffles).
+    #[inline(always)]
+    unsafe fn sum4(v: [Self::V; 4]) -> [f32; 4] {
+        [
+            Self::sum(v[0]),
+            Self::sum(v[1]),
+            Self::sum(v[2]),
+            Self::sum(v[3]),
+        ]
+    }
+    /// Runs `tile` with `rows` rows (`1..=DECODE_ROWS.max(PREFILL_ROWS)`) over `ncols` columns,
+    /// choosing how many columns share a register tile for that row count.
+    unsafe fn rows<E: Elem>(rows: usize, tile: &driver::Tile, ncols: usize);
+    /// Runs `tile` (a packed `f32` panel) with `rows <= PREFILL_ROWS` rows and
+    /// [`Lanes::PREFILL_COLS`] columns per register tile.
+    unsafe fn rows_packed(rows: usize, tile: &driver::Tile, ncols: usize);
+}
+
+/// A weight element type, loaded 16 at a time and widened exactly to `f32`.
+pub(crate) trait Elem {
+    /// The dtype.
+    const DTYPE: Dtype;
+    /// 16 elements from `p`.
+    unsafe fn load<L: Lanes>(p: *const u8) -> L::V;
+    /// The first `len < 16` elements from `p`, the rest `0.0`.
+    unsafe fn load_part<L: Lanes>(p: *const u8, len: usize) -> L::V;
+}
+
+/// `f32` weights.
+pub(crate) struct F32;
+/// `bf16` weights.
+pub(crate) struct Bf16;
+/// `f16` weights.
+pub(crate) struct F16;
+
+impl Elem for F32 {
+    const DTYPE: Dtype = Dtype::F32;
+    #[inline(always)]
+    unsafe fn load<L: Lanes>(p: *const u8) -> L::V {
+        L::load(p.cast())
+    }
+    #[inline(always)]
+    unsafe fn load_part<L: Lanes>(p: *const u8, len: usize) -> L::V {
+        L::load_part(p.cast(), len)
+    }
+}
+
+impl Elem for Bf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    #[inline(always)]
+    unsafe fn load<L: Lanes>(p: *const u8) -> L::V {
+        L::load_bf16(p)
+    }
+    #[inline(always)]
+    unsafe fn load_part<L: Lanes>(p: *const u8, len: usize) -> L::V {
+        L::load_bf16_part(p, len)
+    }
+}
+
+impl Elem for F16 {
+    const DTYPE: Dtype = Dtype::F16;
+    #[inline(always)]
+    unsafe fn load<L: Lanes>(p: *const u8) -> L::V {
+        L::load_f16(p)
+    }
+    #[inline(always)]
+    unsafe fn load_part<L: Lanes>(p: *const u8, len: usize) -> L::V {
+        L::load_f16_part(p, len)
+    }
+}
+
+/// `out[r * ldo + j] = dot(x[r], w[j]) (+ bias[j])` over raw memory: rows `r < m` of `x` start
+/// `ldx` floats apart, rows `j` of `w` start `ldw` bytes apart, each `k` long.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gemm {
+    /// First row of `x`.
+    pub x: *const f32,
+    /// Floats between rows of `x`.
+    pub ldx: usize,
+    /// Rows of `x` (and of `out`).
+    pub m: usize,
+    /// Length of every dot product.
+    pub k: usize,
+    /// First row of the weight.
+    pub w: *const u8,
+    /// Bytes between rows of the weight.
+    pub ldw: usize,
+    /// Element type of the weight.
+    pub dtype: Dtype,
+    /// `bias[j]` for column `j`, or null.
+    pub bias: *const f32,
+    /// `out[0, 0]`.
+    pub out: *mut f32,
+    /// Floats between rows of `out`.
+    pub ldo: usize,
+}
+
+// SAFETY: a `Gemm` is plain addresses; the entry points' contracts say who may read and write
+// through them (callers hand each thread a disjoint range of output columns).
+unsafe impl Send for Gemm {}
+// SAFETY: as above.
+unsafe impl Sync for Gemm {}
+
+/// Computes columns `j0..j1` of `g` (every row) with `isa`.
+///
+/// # Safety
+/// - `isa.is_available()`;
+/// - `x` is readable for rows `0..m` of `k` floats at stride `ldx`; `w` for rows `j0..j1` of `k`
+///   elements at stride `ldw` bytes; `bias` (unless null) for indices `j0..j1`;
+/// - `out[r * ldo + j]` for `r < m`, `j0 <= j < j1` is writable and nobody else reads or writes
+///   it during the call.
+pub(crate) unsafe fn gemm_cols(isa: Isa, g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec<f32>) {
+    match isa {
+        Isa::Scalar => driver::gemm_cols::<scalar::Scalar>(g, j0, j1, scratch),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::gemm_cols(g, j0, j1, scratch),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::gemm_cols(g, j0, j1, scratch),
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Avx2 | Isa::Avx512 => unreachable!("{isa:?} is x86-64 only"),
+    }
+}
+
+/// `out[i] = Σ_t e[t] * v[t * ldv + i]` for `i < d`, the sum in increasing `t` with one fused
+/// multiply-add per step from `+0.0` (each output lane is its own chain, so the vector width does
+/// not matter).
+///
+/// # Panics
+/// If `isa` is not available, `out.len() != d`, or `v` is too short for `e.len()` rows.
+pub(crate) fn weighted_sum(isa: Isa, e: &[f32], v: &[f32], ldv: usize, out: &mut [f32]) {
+    let d = out.len();
+    assert!(isa.is_available(), "{isa:?} is not available on this CPU");
+    if let Some(last) = e.len().checked_sub(1) {
+        assert!(v.len() >= last * ldv + d, "weighted_sum: values too short");
+    }
+    let (e_ptr, nt, v_ptr, o_ptr) = (e.as_ptr(), e.len(), v.as_ptr(), out.as_mut_ptr());
+    // SAFETY: `isa` is available; `e` holds `nt` floats, `v` holds `nt` rows of `d` floats at
+    // stride `ldv` (checked above), `out` holds `d` floats and is borrowed mutably.
+    unsafe {
+        match isa {
+            Isa::Scalar => driver::weighted_sum::<scalar::Scalar>(e_ptr, nt, v_ptr, ldv, d, o_ptr),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => avx2::weighted_sum(e_ptr, nt, v_ptr, ldv, d, o_ptr),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => avx512::weighted_sum(e_ptr, nt, v_ptr, ldv, d, o_ptr),
+            #[cfg(not(target_arch = "x86_64"))]
+            Isa::Avx2 | Isa::Avx512 => unreachable!(),
+        }
+    }
+}

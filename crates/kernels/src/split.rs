@@ -1,0 +1,65 @@
+//! How many tasks a product is cut into, and where: contiguous ranges of output columns (never
+//! of the reduction), only as many as keep each task well above rayon's dispatch cost.
+
+use std::ops::Range;
+
+use crate::Dtype;
+
+/// A task should be worth at least this much single-core time (rayon's hand-off is a few µs).
+const MIN_TASK_NS: f64 = 20_000.0;
+/// Single-core bytes per ns a weight streams at from memory (decode's floor).
+const STREAM_BYTES_PER_NS: f64 = 12.0;
+/// Single-core flops per ns the tiles reach (prefill's floor).
+const FLOPS_PER_NS: f64 = 80.0;
+/// Column ranges start at multiples of this, so two tasks never write one cache line of a row.
+const ALIGN: usize = 16;
+
+/// The number of tasks for an `[m, k] × [n, k]ᵀ` product of `dtype` weights on `threads`
+/// threads.
+pub(crate) fn tasks(m: usize, n: usize, k: usize, dtype: Dtype, threads: usize) -> usize {
+    let bytes = (n * k * dtype.size()) as f64;
+    let flops = 2.0 * (m * n * k) as f64;
+    let ns = bytes / STREAM_BYTES_PER_NS + flops / FLOPS_PER_NS;
+    // Decode streams the weights once: one task per thread. Prefill is compute: a few per
+    // thread, so a thread that got descheduled does not hold the others up.
+    let most = if m <= 8 { threads } else { 4 * threads };
+    let worth = (ns / MIN_TASK_NS) as usize;
+    worth.min(most).min(n.div_ceil(ALIGN)).max(1)
+}
+
+/// `0..n` cut into `tasks` contiguous ranges starting at multiples of 16 (fewer if `n` is
+/// small).
+pub(crate) fn ranges(n: usize, tasks: usize) -> Vec<Range<usize>> {
+    let step = n.div_ceil(tasks.max(1)).div_ceil(ALIGN) * ALIGN;
+    (0..n)
+        .step_by(step.max(ALIGN))
+        .map(|j| j..(j + step).min(n))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_every_column_once() {
+        for n in [1, 15, 16, 17, 100, 576, 49152] {
+            for t in 1..9 {
+                let r = ranges(n, t);
+                assert!(r.len() <= t);
+                assert_eq!(r[0].start, 0);
+                assert_eq!(r.last().unwrap().end, n);
+                assert!(r
+                    .windows(2)
+                    .all(|w| w[0].end == w[1].start && w[1].start % ALIGN == 0));
+            }
+        }
+    }
+
+    #[test]
+    fn small_products_stay_on_one_thread() {
+        assert_eq!(tasks(1, 64, 64, Dtype::F32, 8), 1);
+        assert_eq!(tasks(1, 49152, 576, Dtype::Bf16, 2), 2);
+        assert!(tasks(256, 1536, 576, Dtype::F32, 2) > 2);
+    }
+}

@@ -1,0 +1,242 @@
+//! `attend`: a chunk of `n` query rows equals `n` single steps bit for bit, matches a plain f64
+//! softmax attention, and honours GQA, sliding windows and soft caps.
+
+use sieve_kernels::{attend, Attention, Isa};
+
+struct Rng(u64);
+
+impl Rng {
+    fn unit(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let u = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        (u >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    fn vec(&mut self, len: usize, scale: f32) -> Vec<f32> {
+        (0..len).map(|_| scale * self.unit()).collect()
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn configs() -> Vec<Attention> {
+    let base = Attention {
+        heads: 9,
+        kv_heads: 3,
+        head_dim: 64,
+        scale: 0.125,
+        window: None,
+        softcap: None,
+    };
+    vec![
+        base,
+        Attention {
+            heads: 4,
+            kv_heads: 4,
+            head_dim: 80,
+            ..base
+        },
+        Attention {
+            heads: 12,
+            kv_heads: 1,
+            head_dim: 20,
+            ..base
+        },
+        Attention {
+            window: Some(5),
+            ..base
+        },
+        Attention {
+            softcap: Some(2.0),
+            ..base
+        },
+        Attention {
+            window: Some(3),
+            softcap: Some(1.5),
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 32,
+            scale: 0.3,
+        },
+    ]
+}
+
+/// Attention in f64 straight from the definition, with `-inf` masking.
+fn naive(cfg: &Attention, q: &[f32], past: usize, k: &[f32], v: &[f32]) -> Vec<f64> {
+    let (h, kvh, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let n = q.len() / (h * d);
+    let mut out = vec![0f64; n * h * d];
+    for i in 0..n {
+        let p = past + i;
+        for head in 0..h {
+            let g = head / (h / kvh);
+            let qv = &q[(i * h + head) * d..][..d];
+            let scores: Vec<f64> = (0..past + n)
+                .map(|t| {
+                    let kt = &k[(t * kvh + g) * d..][..d];
+                    let mut s = qv
+                        .iter()
+                        .zip(kt)
+                        .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                        .sum::<f64>()
+                        * f64::from(cfg.scale);
+                    if let Some(cap) = cfg.softcap {
+                        s = f64::from(cap) * (s / f64::from(cap)).tanh();
+                    }
+                    let seen = t <= p && cfg.window.is_none_or(|w| t + w > p);
+                    if seen {
+                        s
+                    } else {
+                        f64::NEG_INFINITY
+                    }
+                })
+                .collect();
+            let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+            let z: f64 = e.iter().sum();
+            for dd in 0..d {
+                out[(i * h + head) * d + dd] = (0..past + n)
+                    .map(|t| e[t] * f64::from(v[(t * kvh + g) * d + dd]))
+                    .sum::<f64>()
+                    / z;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_chunk_equals_single_steps_bit_for_bit() {
+    let mut rng = Rng(17);
+    for cfg in configs() {
+        let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        for (past, n) in [(0, 1), (0, 13), (7, 20), (40, 3)] {
+            let len = past + n;
+            let q = rng.vec(n * row, 2.0);
+            let k = rng.vec(len * kv_row, 2.0);
+            let v = rng.vec(len * kv_row, 1.0);
+            for isa in Isa::available() {
+                let mut chunk = vec![0f32; n * row];
+                sieve_kernels::attend_on(isa, &cfg, &q, past, &k, &v, &mut chunk);
+                for i in 0..n {
+                    let upto = (past + i + 1) * kv_row;
+                    let mut one = vec![0f32; row];
+                    sieve_kernels::attend_on(
+                        isa,
+                        &cfg,
+                        &q[i * row..][..row],
+                        past + i,
+                        &k[..upto],
+                        &v[..upto],
+                        &mut one,
+                    );
+                    assert_eq!(
+                        bits(&one),
+                        bits(&chunk[i * row..][..row]),
+                        "{cfg:?} {isa:?} past={past} n={n} i={i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn instruction_sets_agree() {
+    let mut rng = Rng(23);
+    for cfg in configs() {
+        let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        let (past, n) = (30, 50); // large enough to run in parallel
+        let q = rng.vec(n * row, 2.0);
+        let k = rng.vec((past + n) * kv_row, 2.0);
+        let v = rng.vec((past + n) * kv_row, 1.0);
+        let mut want = vec![0f32; n * row];
+        sieve_kernels::attend_on(Isa::Scalar, &cfg, &q, past, &k, &v, &mut want);
+        for isa in Isa::available() {
+            let mut got = vec![0f32; n * row];
+            sieve_kernels::attend_on(isa, &cfg, &q, past, &k, &v, &mut got);
+            assert_eq!(bits(&got), bits(&want), "{cfg:?} {isa:?}");
+        }
+    }
+}
+
+#[test]
+fn matches_naive_f64_attention() {
+    let mut rng = Rng(29);
+    for cfg in configs() {
+        let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        let (past, n) = (11, 9);
+        let q = rng.vec(n * row, 2.0);
+        let k = rng.vec((past + n) * kv_row, 2.0);
+        let v = rng.vec((past + n) * kv_row, 1.0);
+        let mut got = vec![0f32; n * row];
+        attend(&cfg, &q, past, &k, &v, &mut got);
+        let want = naive(&cfg, &q, past, &k, &v);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!((f64::from(g) - w).abs() < 1e-5, "{cfg:?} [{i}]: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn a_window_of_one_returns_the_own_value() {
+    let cfg = Attention {
+        heads: 2,
+        kv_heads: 1,
+        head_dim: 16,
+        scale: 1.0,
+        window: Some(1),
+        softcap: None,
+    };
+    let mut rng = Rng(31);
+    let (past, n) = (5, 4);
+    let q = rng.vec(n * 32, 3.0);
+    let k = rng.vec((past + n) * 16, 3.0);
+    let v = rng.vec((past + n) * 16, 1.0);
+    let mut out = vec![0f32; n * 32];
+    attend(&cfg, &q, past, &k, &v, &mut out);
+    for i in 0..n {
+        for h in 0..2 {
+            assert_eq!(out[(i * 2 + h) * 16..][..16], v[(past + i) * 16..][..16]);
+        }
+    }
+}
+
+#[test]
+fn a_soft_cap_flattens_large_scores() {
+    // Two keys with scores 100 and 0: uncapped, the first takes all the weight; capped at 1,
+    // the scores become tanh(100) ≈ 1 and 0, so the weights are e/(e+1) and 1/(e+1).
+    let q = [1.0f32, 0.0];
+    let k = [100.0f32, 0.0, 0.0, 0.0];
+    let v = [1.0f32, 0.0, 0.0, 1.0];
+    let base = Attention {
+        heads: 1,
+        kv_heads: 1,
+        head_dim: 2,
+        scale: 1.0,
+        window: None,
+        softcap: None,
+    };
+    let mut out = [0f32; 2];
+    attend(&base, &q, 1, &k, &v, &mut out);
+    assert!(out[0] == 1.0 && out[1] < 1e-40, "{out:?}"); // e^-100
+    attend(
+        &Attention {
+            softcap: Some(1.0),
+            ..base
+        },
+        &q,
+        1,
+        &k,
+        &v,
+        &mut out,
+    );
+    let e = std::f32::consts::E;
+    assert!(
+        (out[0] - e / (e + 1.0)).abs() < 1e-6 && (out[1] - 1.0 / (e + 1.0)).abs() < 1e-6,
+        "{out:?}"
+    );
+}
