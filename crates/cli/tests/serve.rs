@@ -377,3 +377,35 @@ fn a_disconnected_client_frees_its_sequence_and_the_queue_is_bounded() {
         s.metric("sieve_sequences_running") == 0.0 && s.metric("sieve_requests_waiting") == 0.0
     });
 }
+
+#[test]
+fn prompts_read_in_chunks_beside_running_streams_give_the_same_text() {
+    let server = Server::start(&["--prefill-chunk", "3"]);
+    let long = "Once upon a time, there was a little girl named Lily. She loved to play \
+                outside in the park with her friends. One day";
+    // A stream runs while the long prompt is read three tokens per step.
+    let body = json!({"prompt": PROMPT, "max_tokens": 30, "seed": 21, "stream": true});
+    let running = std::thread::spawn({
+        let addr = server.addr;
+        move || {
+            request(
+                addr,
+                "POST",
+                "/v1/completions",
+                &[],
+                Some(body.to_string().as_bytes()),
+            )
+        }
+    });
+    let v = server
+        .post(
+            "/v1/completions",
+            &json!({"prompt": long, "max_tokens": 20, "seed": 9}),
+        )
+        .json();
+    let want = generate(&["--prompt", long, "-n", "20", "--seed", "9"]);
+    assert_eq!(v["choices"][0]["text"], want.as_str());
+    let events = running.join().unwrap().events();
+    let want = generate(&["--prompt", PROMPT, "-n", "30", "--seed", "21"]);
+    assert_eq!(streamed_text(&events, "text").0, want);
+}
