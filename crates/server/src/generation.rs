@@ -1,6 +1,6 @@
 //! From validated request fields to events and back: [`prepare`] checks the fields both
 //! endpoints share and builds one pipeline per choice, [`submit`] hands the request to the
-//! scheduler, and [`collect`] (a whole response) or [`stream`] (server-sent events) turn the
+//! scheduler, and [`collect`] (a whole response) or [`stream()`] (server-sent events) turn the
 //! scheduler's events into output, keeping the metrics.
 
 use std::collections::hash_map::RandomState;
