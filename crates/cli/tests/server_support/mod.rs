@@ -287,3 +287,39 @@ pub fn fixture_model(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
+
+/// Builds the plugin package `package` (with the cargo running the tests, in their profile)
+/// and returns its library's path.
+pub fn plugin(package: &str) -> String {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root).args([
+        "build",
+        "--message-format=json-render-diagnostics",
+        "-p",
+        package,
+    ]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("run cargo build for a plugin");
+    assert!(
+        out.status.success(),
+        "building {package} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| {
+            m["reason"] == "compiler-artifact"
+                && m["package_id"]
+                    .as_str()
+                    .is_some_and(|id| id.contains(&format!("#{package}@")))
+                && m["target"]["kind"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k == "cdylib"))
+        })
+        .and_then(|m| m["filenames"][0].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("cargo built no library for {package}"))
+}
