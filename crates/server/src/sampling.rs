@@ -1,7 +1,7 @@
 //! Request fields → a sieve pipeline.
 //!
-//! - `sampler` (a pipeline string) is used as written and overrides every other sampling
-//!   field (`response_format` and `logit_bias` included).
+//! - `sampler` (a pipeline string, or a list of stage objects) is used as written and
+//!   overrides every other sampling field (`response_format` and `logit_bias` included).
 //! - A request that sets no sampling field runs the server's default pipeline: `--sampler`,
 //!   else the one `generation_config.json` gives, else sieve's fallback — exactly what
 //!   `sieve generate` runs without `--sampler`, so one seed gives one text everywhere.
@@ -30,8 +30,9 @@
 
 use sieve_backends::GenerationConfig;
 use sieve_core::Value;
+use sieve_dsl::PipelineSource;
 
-use crate::openai::fields::{ResponseFormat, SamplingFields};
+use crate::openai::fields::{ResponseFormat, SamplerField, SamplingFields};
 use crate::{Error, Result};
 
 /// The pipeline a request runs when it sets no sampling field, and the generation
@@ -48,11 +49,27 @@ pub struct Defaults {
 pub trait Stages {
     /// Whether a stage of this name can be built.
     fn has(&self, name: &str) -> bool;
+
+    /// The canonical text of a pipeline given as a list of stage objects.
+    ///
+    /// # Errors
+    /// [`Error::Sampler`] naming the stage at fault.
+    fn list_text(&self, list: &[serde_json::Value]) -> Result<String>;
 }
 
 impl Stages for sieve_core::Registry {
     fn has(&self, name: &str) -> bool {
         self.get(name).is_some()
+    }
+
+    fn list_text(&self, list: &[serde_json::Value]) -> Result<String> {
+        let source: PipelineSource =
+            serde_json::from_value(serde_json::Value::Array(list.to_vec()))
+                .map_err(|e| Error::Sampler(e.to_string()))?;
+        let spec = source
+            .resolve(self)
+            .map_err(|e| Error::Sampler(e.to_string()))?;
+        Ok(spec.to_string())
     }
 }
 
@@ -66,8 +83,10 @@ pub fn pipeline_text(
     defaults: &Defaults,
     stages: &dyn Stages,
 ) -> Result<String> {
-    if let Some(sampler) = &fields.sampler {
-        return Ok(sampler.clone());
+    match &fields.sampler {
+        Some(SamplerField::Text(text)) => return Ok(text.clone()),
+        Some(SamplerField::Stages(list)) => return stages.list_text(list),
+        None => {}
     }
     if !sets_any(fields) {
         return Ok(defaults.pipeline.clone());
@@ -353,6 +372,10 @@ mod tests {
         fn has(&self, name: &str) -> bool {
             self.0.contains(&name)
         }
+
+        fn list_text(&self, _: &[serde_json::Value]) -> Result<String> {
+            Err(Error::Sampler("no registry".to_string()))
+        }
     }
 
     fn defaults() -> Defaults {
@@ -374,6 +397,26 @@ mod tests {
             text(serde_json::json!({"sampler": "greedy", "temperature": 0.5})).unwrap(),
             "greedy"
         );
+    }
+
+    #[test]
+    fn a_list_of_stage_objects_is_a_pipeline_too() {
+        let registry = sieve_samplers::builtin_registry();
+        let fields: SamplingFields = serde_json::from_value(serde_json::json!({
+            "sampler": [{"stage": "top_k", "k": 5}, {"stage": "temp", "t": 0.5}],
+            "temperature": 2.0,
+        }))
+        .unwrap();
+        assert_eq!(
+            pipeline_text(&fields, &defaults(), &registry).unwrap(),
+            "top_k(k=5) | temp(t=0.5, range=0.0, exponent=1.0) | dist(seed=-1)"
+        );
+        let fields: SamplingFields =
+            serde_json::from_value(serde_json::json!({"sampler": [{"stage": "top_q"}]})).unwrap();
+        match pipeline_text(&fields, &defaults(), &registry) {
+            Err(Error::Sampler(m)) => assert!(m.contains("stage 1 (`top_q`)"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

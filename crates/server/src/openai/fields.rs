@@ -13,9 +13,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct SamplingFields {
-    /// A sieve pipeline, e.g. `"penalty(1.1) | temp(0.7) | top_k(40)"`: overrides every other
-    /// sampling field.
-    pub sampler: Option<String>,
+    /// A sieve pipeline, e.g. `"penalty(1.1) | temp(0.7) | top_k(40)"` (or a list of stage
+    /// objects, `[{"stage": "top_k", "k": 40}]`): overrides every other sampling field.
+    pub sampler: Option<SamplerField>,
     /// `temp(t)`; 0 selects greedily.
     pub temperature: Option<f64>,
     /// llama.cpp's dynamic temperature: `temp(range=…)`.
@@ -69,6 +69,16 @@ pub struct SamplingFields {
     /// `{"type": "json_object"}` or `{"type": "json_schema", "json_schema": {"schema": …}}`
     /// through the `grammar` plugin; `{"type": "text"}` is no constraint.
     pub response_format: Option<ResponseFormat>,
+}
+
+/// `sampler`: pipeline text, or the list form of a pipeline (`sieve_dsl::PipelineSource`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SamplerField {
+    /// `"top_k(40) | temp(0.7)"`.
+    Text(String),
+    /// `[{"stage": "top_k", "k": 40}, {"stage": "temp", "t": 0.7}]`.
+    Stages(Vec<serde_json::Value>),
 }
 
 /// `response_format`.
