@@ -11,7 +11,7 @@ use burn_ndarray::{NdArray, NdArrayDevice};
 use sieve_engine::{BatchModel, Feed, LanguageModel, SeqId};
 
 use crate::hf::Checkpoint;
-use crate::model::{Model, TransformerConfig};
+use crate::model::{Kernels, Model, TransformerConfig};
 use crate::{Error, Result};
 
 #[cfg(feature = "cuda")]
@@ -35,6 +35,15 @@ pub enum BackendKind {
 impl BackendKind {
     /// Every backend, in the order `--backend` lists them.
     pub const ALL: [BackendKind; 3] = [BackendKind::Ndarray, BackendKind::Flex, BackendKind::Cuda];
+
+    /// Who computes the linear layers and attention: sieve's batch-invariant host kernels on
+    /// the CPU backends, the backend's own operations on CUDA.
+    pub fn kernels(self) -> Kernels {
+        match self {
+            BackendKind::Ndarray | BackendKind::Flex => Kernels::Host,
+            BackendKind::Cuda => Kernels::Backend,
+        }
+    }
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -161,15 +170,20 @@ impl LoadedModel {
                 config,
                 checkpoint,
                 NdArrayDevice::Cpu,
+                kind.kernels(),
             )?)),
             BackendKind::Flex => Ok(LoadedModel::Flex(Model::from_checkpoint(
-                config, checkpoint, FlexDevice,
+                config,
+                checkpoint,
+                FlexDevice,
+                kind.kernels(),
             )?)),
             #[cfg(feature = "cuda")]
             BackendKind::Cuda => Ok(LoadedModel::Cuda(Model::from_checkpoint(
                 config,
                 checkpoint,
                 CudaDevice::new(0),
+                kind.kernels(),
             )?)),
             #[cfg(not(feature = "cuda"))]
             BackendKind::Cuda => Err(Error::BackendUnavailable {

@@ -225,3 +225,110 @@ fn one_beam_is_greedy_and_scores_rank_the_beams() {
     assert_eq!(scores.len(), 4);
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
 }
+
+#[test]
+fn speculative_greedy_prints_the_plain_tokens_and_reports_acceptance() {
+    let plain = generate(&["--sampler", "greedy", "--stop", "THE END"]);
+    for extra in [
+        &["--draft", "embedded-draft", "--draft-tokens", "4"][..],
+        &["--draft", "embedded-draft"][..],
+        &["--lookup", "6"][..],
+    ] {
+        let mut args = vec!["--sampler", "greedy", "--stop", "THE END"];
+        args.extend_from_slice(extra);
+        let out = generate(&args);
+        assert_eq!(out["tokens"], plain["tokens"], "{extra:?}");
+        assert_eq!(out["text"], plain["text"], "{extra:?}");
+        let stats = &out["stats"];
+        let (drafted, accepted) = (
+            stats["drafted"].as_u64().unwrap(),
+            stats["accepted"].as_u64().unwrap(),
+        );
+        assert!(accepted <= drafted, "{stats}");
+        let forwards = stats["target_forwards"].as_u64().unwrap();
+        let generated = out["tokens"].as_array().unwrap().len() as u64;
+        // Every accepted draft token saves a target pass (the prefill yields the first token).
+        assert_eq!(forwards + accepted, generated, "{extra:?}: {stats}");
+        let rate = stats["acceptance_rate"].as_f64().unwrap();
+        assert!((rate - accepted as f64 / drafted.max(1) as f64).abs() < 1e-12);
+    }
+    // The draft model agrees with the target on this story often enough to save passes.
+    let out = generate(&["--sampler", "greedy", "--draft", "embedded-draft"]);
+    assert!(
+        out["stats"]["accepted"].as_u64().unwrap() > 0,
+        "{}",
+        out["stats"]
+    );
+}
+
+#[test]
+fn speculative_mistakes_are_usage_errors() {
+    let other_vocab = common::fixture_model("llama-gqa-tied");
+    for (args, says) in [
+        (vec!["--draft", other_vocab.as_str()], "tokenizer"),
+        (
+            vec!["--draft", "embedded-draft", "--draft-tokens", "0"],
+            "--draft-tokens 0",
+        ),
+        (vec!["--lookup", "0"], "--lookup 0"),
+        (
+            vec!["--lookup", "3", "--sampler", "mirostat(5, 0.1)"],
+            "mirostat",
+        ),
+        (vec!["--lookup", "3", "--beams", "2"], "--beams"),
+        (
+            vec!["--draft", "embedded-draft", "--num-return", "2"],
+            "--num-return",
+        ),
+        (vec!["--draft-tokens", "3"], "--draft"),
+    ] {
+        let mut all = vec!["generate", "--prompt", "Once", "-n", "4"];
+        all.extend(args.iter().copied());
+        let out = sieve(&all);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn bench_model_compares_speculative_with_plain_decoding() {
+    for extra in [
+        &["--draft", "embedded-draft", "--draft-tokens", "3"][..],
+        &["--lookup", "4"][..],
+    ] {
+        let mut args = vec![
+            "bench",
+            "model",
+            "--model",
+            "embedded",
+            "--prompt",
+            "Once upon a time",
+            "--gen",
+            "8",
+            "--prefills",
+            "0",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let report = ok_json(&args);
+        let s = &report["speculative"];
+        assert_eq!(
+            s["drafter"],
+            if extra[0] == "--draft" {
+                "draft"
+            } else {
+                "lookup"
+            }
+        );
+        for key in ["plain_tokens_per_s", "speculative_tokens_per_s", "speedup"] {
+            assert!(s[key].as_f64().unwrap() > 0.0, "{key}: {s}");
+        }
+        let ratio = s["speculative_tokens_per_s"].as_f64().unwrap()
+            / s["plain_tokens_per_s"].as_f64().unwrap();
+        assert!((ratio - s["speedup"].as_f64().unwrap()).abs() < 1e-9);
+        assert!(
+            s["target_forwards_per_token"].as_f64().unwrap() <= 1.0,
+            "{s}"
+        );
+    }
+}

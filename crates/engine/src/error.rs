@@ -60,6 +60,17 @@ pub enum Error {
     /// (or none), no token to generate, or not one pipeline per beam.
     #[error("beam search: {0}")]
     BeamOptions(BeamOptionsError),
+    /// Speculative decoding was asked of a pipeline whose selector draws from no
+    /// distribution it exposes (`mirostat`, `mirostat_v2`, a plugin's selector): draft tokens
+    /// can only be accepted exactly against the distribution the selector draws from.
+    #[error(
+        "speculative decoding needs the distribution the selector draws from, and `{selector}` \
+         exposes none: end the pipeline with `dist` or `greedy`"
+    )]
+    SpeculativeSelector {
+        /// The last stage's name.
+        selector: String,
+    },
     /// The sampler pipeline failed. The message includes the stage's error, which is
     /// therefore not also reported as this error's `source` (a report that prints the chain
     /// would say it twice).

@@ -22,10 +22,17 @@
 //! - [`emit`]: [`Emitter`], one sequence's chosen tokens → EOS, limits, stop strings and
 //!   streamed text, shared by every generation mode;
 //! - [`parallel`]: [`generate_parallel`], K samples of one prompt decoded in one batch;
+//! - [`beam`]: [`beam_search`], transformers' beam search over forked sequences;
+//! - [`speculative`]: [`generate_speculative`], exact speculative decoding with a draft model
+//!   or prompt lookup (and [`chi_square`], the test statistics its tests use);
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
 //!   uses ([`tokens_per_second`], [`Summary`]);
+//! - [`speculative`]: [`generate_speculative`], speculative decoding with a draft model or
+//!   prompt lookup (Leviathan et al. 2023), exact for `greedy` and `dist` pipelines;
+//! - [`chi_square`]: Pearson's chi-square tests (homogeneity, goodness of fit) that the
+//!   distribution tests use;
 //! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler;
 //! - [`serve`]: [`Scheduler`], continuous batching of many requests on one model (the server's
 //!   engine).
@@ -38,6 +45,7 @@
 pub mod batch;
 pub mod beam;
 pub mod bench;
+pub mod chi_square;
 pub mod detok;
 pub mod emit;
 mod error;
@@ -45,6 +53,7 @@ pub mod generate;
 pub mod model;
 pub mod parallel;
 pub mod serve;
+pub mod speculative;
 pub mod stats;
 pub mod step_stats;
 pub mod stop;
@@ -59,6 +68,7 @@ pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
 pub use parallel::generate_parallel;
 pub use serve::{Scheduler, SchedulerConfig};
+pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};

@@ -13,9 +13,11 @@
 
 use burn_tensor::activation::softmax;
 use burn_tensor::backend::Backend;
-use burn_tensor::Tensor;
+use burn_tensor::{Tensor, TensorData};
+use sieve_kernels as kernels;
 
 use super::cache::LayerCache;
+use super::kernels::Kernels;
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
@@ -87,6 +89,7 @@ impl AttentionConfig {
             qk_norm,
             scale: self.scale,
             logit_softcap: self.logit_softcap,
+            kernels: w.kernels(),
         })
     }
 }
@@ -105,6 +108,7 @@ pub struct Attention<B: Backend> {
     qk_norm: Option<(RmsNorm<B>, RmsNorm<B>)>,
     scale: f64,
     logit_softcap: Option<f64>,
+    kernels: Kernels,
 }
 
 /// One sequence's share of a batched attention pass: its rows of the input, where it
@@ -177,6 +181,9 @@ impl<B: Backend> Attention<B> {
         let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
         let q = seq.rope.apply(heads(q, h));
         let k = seq.rope.apply(heads(k, kv));
+        if self.kernels == Kernels::Host {
+            return self.attend_on_host(q, k, v, seq);
+        }
         let (k, v) = seq.cache.append(k, heads(v, kv));
 
         let past = seq.past;
@@ -192,4 +199,43 @@ impl<B: Backend> Attention<B> {
         let out = probs.matmul(v); // [kv, groups·n, d]
         out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d])
     }
+
+    /// Attention with `sieve_kernels::attend` against the host cache: each query row sees
+    /// exactly its visible keys, in a fixed order, so `n` tokens in one pass give the bits
+    /// of `n` passes of one.
+    ///
+    /// # Shapes
+    /// `q`: `[heads, n, d]` and `k`: `[kv_heads, n, d]` (rotated), `v`: `[n, kv_heads·d]` →
+    /// `[n, heads·d]`.
+    fn attend_on_host(
+        &self,
+        q: Tensor<B, 3>,
+        k: Tensor<B, 3>,
+        v: Tensor<B, 2>,
+        seq: &mut SeqAttention<'_, B>,
+    ) -> Tensor<B, 2> {
+        let [h, n, d] = q.dims();
+        let kv = self.num_kv_heads;
+        let device = q.device();
+        let q = to_host(q.swap_dims(0, 1));
+        let (keys, values) =
+            seq.cache
+                .append_host(&to_host(k.swap_dims(0, 1)), &to_host(v), kv * d);
+        let shape = kernels::Attention {
+            heads: h,
+            kv_heads: kv,
+            head_dim: d,
+            scale: self.scale as f32,
+            window: self.window,
+            softcap: self.logit_softcap.map(|c| c as f32),
+        };
+        let mut out = vec![0f32; n * h * d];
+        kernels::attend(&shape, &q, seq.past, keys, values, &mut out);
+        Tensor::from_data(TensorData::new(out, [n, h * d]), &device)
+    }
+}
+
+/// The values of a float tensor in row-major order, on the host.
+pub(crate) fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
 }

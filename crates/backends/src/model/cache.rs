@@ -4,16 +4,29 @@
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-/// Keys and values of one layer, `[kv_heads, len, head_dim]` each (empty before the first
-/// forward pass).
+/// Keys and values of one layer (empty before the first forward pass): on the device as
+/// `[kv_heads, len, head_dim]` tensors (the backend's kernels), or in host memory as
+/// `[len, kv_heads·head_dim]` rows (sieve's kernels, which append and truncate in place).
 #[derive(Debug, Clone)]
 pub struct LayerCache<B: Backend> {
     kv: Option<(Tensor<B, 3>, Tensor<B, 3>)>,
+    host: HostKv,
+}
+
+/// Keys and values in host memory, one row of `width` values per position.
+#[derive(Debug, Clone, Default)]
+struct HostKv {
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    width: usize,
 }
 
 impl<B: Backend> Default for LayerCache<B> {
     fn default() -> Self {
-        LayerCache { kv: None }
+        LayerCache {
+            kv: None,
+            host: HostKv::default(),
+        }
     }
 }
 
@@ -31,11 +44,27 @@ impl<B: Backend> LayerCache<B> {
         (k, v)
     }
 
+    /// Appends the new positions' keys and values in host memory (rows of `width` =
+    /// `kv_heads·head_dim` values) and returns all keys and all values held.
+    ///
+    /// # Shapes
+    /// `k`, `v`: `[n, width]` → two `[len + n, width]`.
+    pub fn append_host(&mut self, k: &[f32], v: &[f32], width: usize) -> (&[f32], &[f32]) {
+        let host = &mut self.host;
+        host.width = width;
+        host.keys.extend_from_slice(k);
+        host.values.extend_from_slice(v);
+        (&host.keys, &host.values)
+    }
+
     /// Keeps the first `len` positions (fewer held: nothing changes).
     ///
     /// # Shapes
     /// `[kv_heads, held, head_dim]` → `[kv_heads, min(len, held), head_dim]`.
     pub fn truncate(&mut self, len: usize) {
+        let host = &mut self.host;
+        host.keys.truncate(len * host.width);
+        host.values.truncate(len * host.width);
         if let Some((k, v)) = self.kv.take() {
             let held = k.dims()[1];
             self.kv = match len.min(held) {

@@ -3,6 +3,7 @@
 use burn_tensor::backend::Backend;
 use burn_tensor::{Tensor, TensorData};
 
+use super::kernels::Kernels;
 use crate::hf::Checkpoint;
 use crate::Result;
 
@@ -10,12 +11,22 @@ use crate::Result;
 pub(crate) struct Loader<'a, B: Backend> {
     checkpoint: &'a Checkpoint,
     device: &'a B::Device,
+    kernels: Kernels,
 }
 
 impl<'a, B: Backend> Loader<'a, B> {
-    /// A loader reading `checkpoint` onto `device`.
-    pub(crate) fn new(checkpoint: &'a Checkpoint, device: &'a B::Device) -> Self {
-        Loader { checkpoint, device }
+    /// A loader reading `checkpoint` onto `device`, for modules computed by `kernels`.
+    pub(crate) fn new(checkpoint: &'a Checkpoint, device: &'a B::Device, kernels: Kernels) -> Self {
+        Loader {
+            checkpoint,
+            device,
+            kernels,
+        }
+    }
+
+    /// Who computes the modules loaded.
+    pub(crate) fn kernels(&self) -> Kernels {
+        self.kernels
     }
 
     /// The vector `name` of length `n`.

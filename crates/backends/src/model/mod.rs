@@ -18,6 +18,7 @@ pub mod attention;
 pub mod block;
 pub mod cache;
 pub mod embedding;
+pub mod kernels;
 pub mod linear;
 mod loader;
 pub mod mask;
@@ -33,6 +34,7 @@ use sieve_engine::{BatchModel, Error as EngineError, Feed, LanguageModel, Logits
 pub use attention::AttentionConfig;
 pub use block::DecoderLayerConfig;
 pub use embedding::EmbeddingConfig;
+pub use kernels::Kernels;
 pub use linear::LinearConfig;
 pub use mlp::{Activation, MlpConfig};
 pub use norm::NormConfig;
@@ -63,7 +65,8 @@ pub struct Model<B: Backend> {
 }
 
 impl<B: Backend> Model<B> {
-    /// Builds the model of `config` from an opened checkpoint, with an empty cache.
+    /// Builds the model of `config` from an opened checkpoint, computed by `kernels`, with an
+    /// empty cache.
     ///
     /// # Errors
     /// As [`TransformerConfig::load`].
@@ -71,8 +74,9 @@ impl<B: Backend> Model<B> {
         config: TransformerConfig,
         checkpoint: &Checkpoint,
         device: B::Device,
+        kernels: Kernels,
     ) -> Result<Self> {
-        let transformer = config.load(checkpoint, &device)?;
+        let transformer = config.load(checkpoint, &device, kernels)?;
         let cache = KvCache::new(config.layers.len());
         Ok(Model {
             transformer,

@@ -11,6 +11,7 @@ use super::attention::SeqAttention;
 use super::block::{DecoderLayer, DecoderLayerConfig};
 use super::cache::KvCache;
 use super::embedding::{Embedding, EmbeddingConfig};
+use super::kernels::Kernels;
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::norm::{NormConfig, RmsNorm};
@@ -80,7 +81,7 @@ impl TransformerConfig {
         layers + hidden + self.vocab_size() * hidden
     }
 
-    /// Loads every weight from `checkpoint` onto `device`, under the Hugging Face names
+    /// Loads every weight from `checkpoint` onto `device`, to be computed by `kernels`, under the Hugging Face names
     /// (`model.embed_tokens`, `lm_head`, `model.layers.{i}.…`, `model.norm`). With tied
     /// embeddings the output projection is the embedding matrix and `lm_head.weight` is not
     /// read.
@@ -92,8 +93,9 @@ impl TransformerConfig {
         &self,
         checkpoint: &Checkpoint,
         device: &B::Device,
+        kernels: Kernels,
     ) -> Result<Transformer<B>> {
-        let w = Loader::<B>::new(checkpoint, device);
+        let w = Loader::<B>::new(checkpoint, device, kernels);
         let embed_tokens = self.embedding.load(&w, "model.embed_tokens")?;
         let lm_head = match embed_tokens.tied_output() {
             Some(shared) => shared,

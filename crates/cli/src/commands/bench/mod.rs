@@ -7,6 +7,7 @@
 pub mod bandwidth;
 pub mod model;
 pub mod sampler;
+pub mod speculative;
 pub mod workload;
 
 use clap::Subcommand;

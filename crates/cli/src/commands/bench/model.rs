@@ -20,6 +20,8 @@ use serde::Serialize;
 use sieve_engine::{time_batch, time_model};
 
 use super::bandwidth::{peak_rss, read_bandwidth};
+use super::speculative::{compare as compare_speculative, SpeculativeReport};
+use crate::commands::generate::speculative::{check_tokens, open_draft, DEFAULT_DRAFT_TOKENS};
 use crate::error::{Failure, ResultExt};
 use crate::model;
 
@@ -45,6 +47,18 @@ pub struct BenchModelArgs {
     /// (e.g. 1,4,8): aggregate tokens/s per batch size
     #[arg(long, value_name = "SIZES")]
     pub batch: Option<String>,
+    /// The prompt as text (encoded with the tokenizer) instead of --prompt-len synthetic ids
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Also compare speculative decoding with this draft model against plain decoding
+    #[arg(long, value_name = "DIR", conflicts_with = "lookup")]
+    pub draft: Option<PathBuf>,
+    /// Draft tokens per round with --draft (default 5)
+    #[arg(long = "draft-tokens", value_name = "K", requires = "draft")]
+    pub draft_tokens: Option<usize>,
+    /// Also compare speculative decoding by prompt lookup (up to N tokens) against plain
+    #[arg(long, value_name = "N")]
+    pub lookup: Option<usize>,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
@@ -119,6 +133,9 @@ pub struct ModelReport {
     /// Decode steps of several sequences at once (`--batch`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batches: Vec<BatchReport>,
+    /// Speculative against plain decoding (`--draft` / `--lookup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpeculativeReport>,
 }
 
 /// The most sequences `--batch` may ask for.
@@ -140,6 +157,24 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     };
     let backend = model::backend(args.backend.as_deref())?;
     let files = model::open_files(Some(&args.model))?;
+    let draft_tokens = match (&args.draft, args.lookup) {
+        (Some(_), _) => Some(args.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS)),
+        (None, n) => n,
+    };
+    if let Some(n) = draft_tokens {
+        check_tokens(
+            if args.draft.is_some() {
+                "--draft-tokens"
+            } else {
+                "--lookup"
+            },
+            n,
+        )?;
+    }
+    let draft_files = match &args.draft {
+        Some(dir) => Some(open_draft(dir, &files)?),
+        None => None,
+    };
     let t = std::time::Instant::now();
     let mut open = model::load(files, backend)?;
     let load_s = t.elapsed().as_secs_f64();
@@ -150,9 +185,19 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             args.prompt_len, args.generate
         )));
     }
-    let prompt: Vec<u32> = (0..args.prompt_len)
-        .map(|i| (1 + i % (vocab - 1).max(1)) as u32)
-        .collect();
+    let prompt: Vec<u32> = match &args.prompt {
+        Some(text) => model::prompt_tokens(&open.files, Some(text), None)?,
+        None => (0..args.prompt_len)
+            .map(|i| (1 + i % (vocab - 1).max(1)) as u32)
+            .collect(),
+    };
+    if args.prompt.is_some() && prompt.len() + args.generate > context {
+        return Err(Failure::usage(format!(
+            "--prompt ({} tokens) + --gen {} exceeds the model's context of {context}",
+            prompt.len(),
+            args.generate
+        )));
+    }
     let timings = time_model(&mut open.model, &prompt, args.generate, args.prefills)
         .map_err(anyhow::Error::new)
         .runtime()?;
@@ -190,6 +235,23 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let peak_rss_bytes = peak_rss();
     let bandwidth = read_bandwidth(threads);
     let decode_floor_ms = weights_read_bytes as f64 / bandwidth * 1e3;
+    let speculative = match draft_tokens {
+        Some(k) => {
+            let mut draft = match draft_files {
+                Some(files) => Some(model::load(files, backend)?),
+                None => None,
+            };
+            Some(compare_speculative(
+                &mut open.model,
+                draft.as_mut().map(|d| &mut d.model),
+                &open.files.tokenizer,
+                &prompt,
+                args.generate,
+                k,
+            )?)
+        }
+        None => None,
+    };
     let report = ModelReport {
         backend: backend.name().to_string(),
         prompt_len: args.prompt_len,
@@ -208,6 +270,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         load_s,
         peak_rss_bytes,
         batches,
+        speculative,
     };
     Ok(if args.json {
         format!(
@@ -258,6 +321,19 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             report.decode_floor_ms,
             report.decode_vs_floor
         );
+        if let Some(s) = &report.speculative {
+            let _ = writeln!(
+                text,
+                "speculative ({}, {} draft tokens): {:.1} tokens/s against {:.1} plain: {:.2}×; acceptance {:.2}, {:.2} target passes per token",
+                s.drafter,
+                s.draft_tokens,
+                s.speculative_tokens_per_s,
+                s.plain_tokens_per_s,
+                s.speedup,
+                s.acceptance_rate,
+                s.target_forwards_per_token
+            );
+        }
         for b in &report.batches {
             let _ = writeln!(
                 text,

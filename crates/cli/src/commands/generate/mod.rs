@@ -18,6 +18,7 @@
 mod beams;
 mod report;
 mod samples;
+pub mod speculative;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -105,6 +106,17 @@ pub struct GenerateArgs {
     /// its current length (false, the default), or at its longest (never)
     #[arg(long = "early-stopping", value_name = "WHEN", requires = "beams")]
     pub early_stopping: Option<EarlyStopping>,
+    /// Speculative decoding with this draft model (same tokenizer): the output has exactly the
+    /// plain run's distribution (greedy: the same tokens) in fewer target passes
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["beams", "num_return", "lookup"])]
+    pub draft: Option<PathBuf>,
+    /// Draft tokens per round with --draft (default 5)
+    #[arg(long = "draft-tokens", value_name = "K", requires = "draft")]
+    pub draft_tokens: Option<usize>,
+    /// Speculative decoding by prompt lookup: up to N tokens copied from where the text's last
+    /// n-gram (n ≤ 2) occurred before, checked by the model (no second model)
+    #[arg(long, value_name = "N", conflicts_with_all = ["beams", "num_return"])]
+    pub lookup: Option<usize>,
     /// Plugin libraries.
     #[command(flatten)]
     pub plugins: PluginArgs,
@@ -185,6 +197,23 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             )));
         }
     }
+    let draft = match (&args.draft, args.lookup) {
+        (Some(dir), _) => {
+            let tokens = args
+                .draft_tokens
+                .unwrap_or(speculative::DEFAULT_DRAFT_TOKENS);
+            speculative::check_tokens("--draft-tokens", tokens)?;
+            Some(speculative::Source::Model {
+                files: Box::new(speculative::open_draft(dir, &files)?),
+                tokens,
+            })
+        }
+        (None, Some(n)) => {
+            speculative::check_tokens("--lookup", n)?;
+            Some(speculative::Source::Lookup(n))
+        }
+        (None, None) => None,
+    };
     let sampler = compiled.spec.to_string();
     let info = RunInfo {
         sampler: &sampler,
@@ -225,6 +254,31 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             vocab: Some(&open.files.vocab),
         };
         return beams::run(&request, &mut open.model, &open.files, &cx, &info, out);
+    }
+    if let Some(source) = draft {
+        let request = speculative::Request {
+            source,
+            backend,
+            pipeline: &text,
+            registry,
+            prompt: &prompt,
+            options: &options,
+            json: args.json,
+            stats: args.stats,
+        };
+        let cx = BuildContext {
+            seed,
+            vocab: Some(&open.files.vocab),
+        };
+        return speculative::run(
+            request,
+            &mut open.model,
+            &open.files,
+            &mut compiled.pipeline,
+            &cx,
+            &info,
+            out,
+        );
     }
     if let Some(k) = args.num_return {
         let request = samples::Request {
@@ -268,7 +322,8 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         return Err(Failure::Output(e));
     }
     if args.json {
-        writeln!(out, "{}", single_json(&generation, &info)).map_err(Failure::Output)?;
+        let run = RunStats::single(&generation);
+        writeln!(out, "{}", single_json(&generation, &run, &info)).map_err(Failure::Output)?;
     } else {
         writeln!(out).map_err(Failure::Output)?;
     }
@@ -289,6 +344,7 @@ fn engine_failure(e: sieve_engine::Error) -> Failure {
         sieve_engine::Error::BeamSelector { .. } | sieve_engine::Error::BeamOptions(_) => {
             Failure::usage(format!("--beams: {e}"))
         }
+        sieve_engine::Error::SpeculativeSelector { .. } => Failure::usage(e.to_string()),
         e => Failure::Runtime(anyhow::Error::new(e)),
     }
 }

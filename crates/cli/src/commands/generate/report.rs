@@ -69,13 +69,17 @@ impl RunStats {
     }
 }
 
-/// The single-sequence `--json` object.
-pub fn single_json(generation: &Generation, info: &RunInfo<'_>) -> serde_json::Value {
+/// The single-sequence `--json` object, with `run` as its stats.
+pub fn single_json(
+    generation: &Generation,
+    run: &RunStats,
+    info: &RunInfo<'_>,
+) -> serde_json::Value {
     json!({
         "text": generation.text,
         "tokens": generation.tokens,
         "finish_reason": generation.finish.as_str(),
-        "stats": stats_json(&RunStats::single(generation)),
+        "stats": stats_json(run),
         "seed": info.seed,
         "sampler": info.sampler,
         "backend": info.backend,
@@ -188,7 +192,11 @@ pub fn stats_text(run: &RunStats, info: &RunInfo<'_>) -> String {
     );
     for (key, v) in &run.extra {
         let label = format!("{}:", key.replace('_', " "));
-        let _ = writeln!(text, "{label:<16}{v}");
+        let value = match v.as_f64() {
+            Some(x) if !v.is_u64() => format!("{x:.3}"),
+            _ => v.to_string(),
+        };
+        let _ = writeln!(text, "{label:<15} {value}");
     }
     text
 }
