@@ -130,7 +130,7 @@ impl Metrics {
         self.cancelled.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The time from a request's arrival to its first token.
+    /// The time from a request's acceptance (validated, queued) to its first token.
     pub fn time_to_first_token(&self, d: Duration) {
         if let Ok(mut h) = self.ttft.lock() {
             h.observe(d.as_secs_f64());
@@ -212,7 +212,7 @@ impl Metrics {
             h.write(
                 &mut out,
                 "sieve_time_to_first_token_seconds",
-                "Time from a request's arrival to its first token.",
+                "Time from a request's acceptance (validated, queued) to its first token.",
             );
         }
         if let Ok(h) = self.tpot.lock() {
