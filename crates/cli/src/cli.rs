@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, bench, check, compare, generate, logits, samplers, template};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers, serve, template};
 
 /// Shown after `sieve --help`.
 const EXAMPLES: &str = "\
@@ -54,6 +54,9 @@ pub enum Command {
     /// Time things
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Serve the model over OpenAI's HTTP API; every request may bring its own pipeline
+    #[command(after_help = serve::EXAMPLES)]
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -66,6 +69,7 @@ impl Command {
             Command::Bench(bench::BenchCommand::Sampler(a)) => &a.plugins.files,
             Command::Generate(a) => &a.plugins.files,
             Command::Compare(a) => &a.plugins.files,
+            Command::Serve(a) => &a.plugins.files,
             Command::Logits(_)
             | Command::Template(_)
             | Command::Bench(bench::BenchCommand::Model(_)) => &[],

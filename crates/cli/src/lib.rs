@@ -41,7 +41,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::commands::bench::BenchCommand;
-use crate::commands::{apply, bench, check, compare, generate, logits, samplers, template};
+use crate::commands::{apply, bench, check, compare, generate, logits, samplers, serve, template};
 use crate::error::Failure;
 
 /// Runs `sieve` with the process's arguments, writing to stdout and stderr, and returns the
@@ -125,6 +125,7 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
             return compare::run(args, &registry, out);
         }
         Command::Logits(args) => return logits::run(args, out),
+        Command::Serve(args) => return serve::run(args, pipeline::registry(&args.plugins.files)?),
         Command::Template(args) => template::run(args)?,
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)

@@ -83,6 +83,23 @@ pub enum Error {
     /// The detokenizer failed; the message is the detokenizer's own.
     #[error(transparent)]
     Detokenize(BoxError),
+    /// The scheduler's queue of waiting requests is full.
+    #[error("the server is busy: {capacity} requests are already waiting")]
+    QueueFull {
+        /// The most requests that may wait.
+        capacity: usize,
+    },
+    /// A request asks for no choice, or for more than can run at once.
+    #[error("{n} choices asked for; between 1 and {parallel} can run at once")]
+    Choices {
+        /// The choices asked for.
+        n: usize,
+        /// The most sequences that run at once.
+        parallel: usize,
+    },
+    /// The scheduler does not run (its model failed to load, or it was shut down).
+    #[error("{0}")]
+    Stopped(String),
 }
 
 /// What is wrong with a [`BeamOptions`](crate::BeamOptions) (see [`Error::BeamOptions`]).

@@ -33,7 +33,9 @@
 //!   prompt lookup (Leviathan et al. 2023), exact for `greedy` and `dist` pipelines;
 //! - [`chi_square`]: Pearson's chi-square tests (homogeneity, goodness of fit) that the
 //!   distribution tests use;
-//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler.
+//! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler;
+//! - [`serve`]: [`Scheduler`], continuous batching of many requests on one model (the server's
+//!   engine).
 //!
 //! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
 //! `sieve-backends`, which implements these traits; this crate depends on `sieve-core` alone,
@@ -50,6 +52,7 @@ mod error;
 pub mod generate;
 pub mod model;
 pub mod parallel;
+pub mod serve;
 pub mod speculative;
 pub mod stats;
 pub mod step_stats;
@@ -64,6 +67,7 @@ pub use error::{BeamOptionsError, BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel};
 pub use parallel::generate_parallel;
+pub use serve::{Scheduler, SchedulerConfig};
 pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step_stats::StepStats;

@@ -9,6 +9,7 @@
 //! | `sieve compare --sampler A --sampler B … --prompt TEXT …` | [`compare`] |
 //! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
 //! | `sieve bench sampler …`, `sieve bench model …` | [`bench`](mod@bench) |
+//! | `sieve serve [--model DIR] [--port P] …` | [`serve`] |
 //!
 //! Commands that build a pipeline receive the run's one [`sieve_core::Registry`] (built by
 //! [`crate::pipeline::registry`]); none keeps state between runs.
@@ -20,4 +21,5 @@ pub mod compare;
 pub mod generate;
 pub mod logits;
 pub mod samplers;
+pub mod serve;
 pub mod template;

@@ -1,0 +1,218 @@
+//! [`Scheduler`]: the handle clients hold. It owns the channel into the worker thread (which
+//! owns the model), the bound on waiting requests, and the gauges `/metrics` reads.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use sieve_core::Vocab;
+
+use super::request::Request;
+use super::worker::Worker;
+use crate::batch::BatchModel;
+use crate::model::Detokenize;
+use crate::{BoxError, Error, Result};
+
+/// How the scheduler batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// The most sequences decoding at once (a request of `n` choices takes `n`).
+    pub parallel: usize,
+    /// The most requests waiting to start; more are refused with [`Error::QueueFull`].
+    pub max_queue: usize,
+    /// The most prompt tokens prefilled in one step, so that running streams keep flowing
+    /// while a long prompt is read.
+    pub prefill_chunk: usize,
+}
+
+impl Default for SchedulerConfig {
+    /// 16 sequences, 256 waiting requests, 512-token prefill chunks.
+    fn default() -> Self {
+        SchedulerConfig {
+            parallel: 16,
+            max_queue: 256,
+            prefill_chunk: 512,
+        }
+    }
+}
+
+/// Where the worker is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Loading the model: requests are queued.
+    Loading,
+    /// Serving.
+    Ready,
+    /// The model did not load, or the worker stopped; the message says why.
+    Stopped(String),
+}
+
+/// What the handle and the worker share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub config: SchedulerConfig,
+    /// Requests submitted and not yet started (or dropped).
+    pub waiting: AtomicUsize,
+    /// Sequences the model holds.
+    pub running: AtomicUsize,
+    /// The model's context, once loaded (0 before).
+    pub context: AtomicUsize,
+    pub status: Mutex<Status>,
+    pub changed: Condvar,
+}
+
+impl Shared {
+    /// Sets the status and wakes whoever waits for it.
+    pub fn set_status(&self, status: Status) {
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        *s = status;
+        self.changed.notify_all();
+    }
+}
+
+/// A continuous-batching scheduler over a [`BatchModel`] on its own thread (see the
+/// [module](super) docs). Share it between request handlers behind an `Arc`.
+#[derive(Debug)]
+pub struct Scheduler {
+    sender: Option<mpsc::Sender<Request>>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Scheduler {
+    /// Starts the worker thread, which calls `load` to make its model (so the model never
+    /// crosses threads and need not be `Send`), then serves the requests submitted, in order
+    /// of arrival. `vocab` is passed to the stages in their step context.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] when the thread cannot be started. A failing `load` is reported by
+    /// [`Scheduler::status`] and [`Scheduler::wait_ready`].
+    pub fn start<M, F>(
+        load: F,
+        detokenizer: Arc<dyn Detokenize + Send + Sync>,
+        vocab: Option<Arc<Vocab>>,
+        config: SchedulerConfig,
+    ) -> Result<Self>
+    where
+        M: BatchModel + 'static,
+        F: FnOnce() -> std::result::Result<M, BoxError> + Send + 'static,
+    {
+        let shared = Arc::new(Shared {
+            config,
+            waiting: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            context: AtomicUsize::new(0),
+            status: Mutex::new(Status::Loading),
+            changed: Condvar::new(),
+        });
+        let (sender, receiver) = mpsc::channel();
+        let worker_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("sieve-scheduler".to_string())
+            .spawn(move || Worker::serve(load, detokenizer, vocab, worker_shared, receiver))
+            .map_err(|e| Error::Stopped(format!("cannot start the scheduler thread: {e}")))?;
+        Ok(Scheduler {
+            sender: Some(sender),
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues `request`. Its events arrive through its sink.
+    ///
+    /// # Errors
+    /// [`Error::EmptyPrompt`]; [`Error::Choices`] for no pipeline or more than
+    /// [`SchedulerConfig::parallel`]; [`Error::ContextOverflow`] for a prompt longer than the
+    /// loaded model's context; [`Error::QueueFull`] when [`SchedulerConfig::max_queue`]
+    /// requests already wait; [`Error::Stopped`] when the worker has stopped.
+    pub fn submit(&self, request: Request) -> Result<()> {
+        let config = &self.shared.config;
+        if request.prompt.is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        let n = request.pipelines.len();
+        if n == 0 || n > config.parallel {
+            return Err(Error::Choices {
+                n,
+                parallel: config.parallel,
+            });
+        }
+        let context = self.shared.context.load(Ordering::Acquire);
+        if context > 0 && request.prompt.len() > context {
+            return Err(Error::ContextOverflow {
+                tokens: request.prompt.len(),
+                context,
+            });
+        }
+        if let Status::Stopped(why) = self.status() {
+            return Err(Error::Stopped(why));
+        }
+        let max = config.max_queue;
+        self.shared
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                (w < max).then_some(w + 1)
+            })
+            .map_err(|_| Error::QueueFull { capacity: max })?;
+        let sent = match &self.sender {
+            Some(sender) => sender.send(request).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.shared.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::Stopped("the scheduler has stopped".to_string()));
+        }
+        Ok(())
+    }
+
+    /// Loading, ready, or stopped.
+    pub fn status(&self) -> Status {
+        self.shared
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Blocks until the model is loaded (or `timeout` passes: then the status is still
+    /// [`Status::Loading`]).
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] when the model failed to load.
+    pub fn wait_ready(&self, timeout: Duration) -> Result<Status> {
+        let status = self.shared.status.lock().unwrap_or_else(|e| e.into_inner());
+        let (status, _) = self
+            .shared
+            .changed
+            .wait_timeout_while(status, timeout, |s| *s == Status::Loading)
+            .unwrap_or_else(|e| e.into_inner());
+        match &*status {
+            Status::Stopped(why) => Err(Error::Stopped(why.clone())),
+            s => Ok(s.clone()),
+        }
+    }
+
+    /// Requests waiting to start.
+    pub fn waiting(&self) -> usize {
+        self.shared.waiting.load(Ordering::Acquire)
+    }
+
+    /// Sequences the model holds (prefilling or decoding).
+    pub fn running(&self) -> usize {
+        self.shared.running.load(Ordering::Acquire)
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> SchedulerConfig {
+        self.shared.config
+    }
+
+    /// Stops accepting requests, lets the worker finish those it has, and waits for it.
+    pub fn shutdown(mut self) {
+        self.sender = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

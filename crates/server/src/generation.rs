@@ -1,0 +1,573 @@
+//! From validated request fields to events and back: [`prepare`] checks the fields both
+//! endpoints share and builds one pipeline per choice, [`submit`] hands the request to the
+//! scheduler, and [`collect`] (a whole response) or [`stream()`] (server-sent events) turn the
+//! scheduler's events into output, keeping the metrics.
+
+use std::collections::hash_map::RandomState;
+use std::convert::Infallible;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Instant;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::stream::{self, Stream, StreamExt};
+use sieve_core::{BuildContext, Pipeline};
+use sieve_engine::serve::{Event, EventSink, LogprobMode, LogprobsSpec, Request, TokenLogprobs};
+use sieve_engine::{FinishReason, StopStrings};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::metrics::Endpoint;
+use crate::openai::common::{response_id, unix_now, Usage};
+use crate::openai::fields::{OutputFields, SamplingFields};
+use crate::sampling::pipeline_text;
+use crate::state::{AppState, MAX_TOP_LOGPROBS};
+use crate::{Error, Result};
+
+/// A request ready for the scheduler, and what its response repeats.
+pub struct Prepared {
+    /// The prompt's ids.
+    pub prompt: Vec<u32>,
+    /// One pipeline per choice (choice `i` built with seed `seed + i`).
+    pub pipelines: Vec<Pipeline>,
+    /// The canonical pipeline.
+    pub sampler: String,
+    /// The seed.
+    pub seed: u64,
+    /// Tokens per choice.
+    pub max_tokens: usize,
+    /// Stop strings.
+    pub stop: StopStrings,
+    /// End-of-sequence ids (none with `ignore_eos`).
+    pub eos: Vec<u32>,
+    /// Log-probabilities asked for.
+    pub logprobs: Option<LogprobsSpec>,
+    /// Server-sent events.
+    pub stream: bool,
+    /// A usage chunk at the end of the stream.
+    pub include_usage: bool,
+}
+
+/// Where the prompt came from, for error messages: `prompt` or `messages`.
+pub type PromptParam = &'static str;
+
+/// Checks the shared fields and builds the pipelines. `top_logprobs` is `Some((param, k))`
+/// when the request asks for log-probabilities with `k` alternatives.
+///
+/// # Errors
+/// 404 for another model; 400 for a bad field, a `sampler` that does not compile (with its
+/// caret diagnostic), an empty prompt, ids beyond the vocabulary, a prompt longer than the
+/// context.
+pub fn prepare(
+    state: &AppState,
+    output: &OutputFields,
+    sampling: &SamplingFields,
+    prompt: Vec<u32>,
+    prompt_param: PromptParam,
+    top_logprobs: Option<(&'static str, u32)>,
+) -> Result<Prepared> {
+    check_model(state, output.model.as_deref())?;
+    let model = &state.model;
+    if prompt.is_empty() {
+        return Err(Error::field(prompt_param, "the prompt has no token"));
+    }
+    if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= model.vocab_size) {
+        return Err(Error::field(
+            prompt_param,
+            format!(
+                "token {bad} is beyond the vocabulary ({} tokens)",
+                model.vocab_size
+            ),
+        ));
+    }
+    if prompt.len() > model.context {
+        return Err(Error::PromptTooLong {
+            tokens: prompt.len(),
+            context: model.context,
+            param: prompt_param,
+        });
+    }
+    let parallel = state.scheduler.config().parallel;
+    let n = output.n.unwrap_or(1);
+    if n == 0 || n > parallel as u64 {
+        return Err(Error::field(
+            "n",
+            format!("{n}: this server runs between 1 and {parallel} choices per request"),
+        ));
+    }
+    let max_tokens = match output.max_completion_tokens.or(output.max_tokens) {
+        Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
+        None => state
+            .defaults
+            .generation
+            .max_new_tokens
+            .map_or(state.settings.default_max_tokens, |m| m as usize),
+    };
+    let stop_list = output
+        .stop
+        .clone()
+        .map(|s| s.into_vec())
+        .unwrap_or_default();
+    let stop = StopStrings::new(&stop_list).map_err(|e| Error::field("stop", e.to_string()))?;
+    let eos = if output.ignore_eos == Some(true) {
+        Vec::new()
+    } else {
+        model.eos.clone()
+    };
+    let logprobs = match top_logprobs {
+        None => None,
+        Some((param, top)) => {
+            if top > MAX_TOP_LOGPROBS {
+                return Err(Error::field(
+                    param,
+                    format!("{top}: at most {MAX_TOP_LOGPROBS} alternatives"),
+                ));
+            }
+            let mode = match output.logprobs_mode.as_deref() {
+                None | Some("processed" | "processed_logprobs") => LogprobMode::Processed,
+                Some("raw" | "raw_logprobs") => LogprobMode::Raw,
+                Some(other) => {
+                    return Err(Error::field(
+                        "logprobs_mode",
+                        format!("`{other}`: give `processed` or `raw`"),
+                    ))
+                }
+            };
+            Some(LogprobsSpec {
+                top: top as usize,
+                mode,
+            })
+        }
+    };
+    let seed = output.seed.unwrap_or_else(random_seed);
+    let (sampler, pipelines) = pipelines(state, sampling, seed, n as usize)?;
+    Ok(Prepared {
+        prompt,
+        pipelines,
+        sampler,
+        seed,
+        max_tokens,
+        stop,
+        eos,
+        logprobs,
+        stream: output.stream == Some(true),
+        include_usage: output.stream_options.is_some_and(|o| o.include_usage),
+    })
+}
+
+/// 404 unless `model` is absent or the model served.
+///
+/// # Errors
+/// [`Error::UnknownModel`].
+pub fn check_model(state: &AppState, model: Option<&str>) -> Result<()> {
+    match model {
+        Some(m) if m != state.model.name => Err(Error::UnknownModel(m.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// The canonical pipeline and one built copy per choice.
+fn pipelines(
+    state: &AppState,
+    sampling: &SamplingFields,
+    seed: u64,
+    n: usize,
+) -> Result<(String, Vec<Pipeline>)> {
+    let text = pipeline_text(sampling, &state.defaults, &state.registry)?;
+    let vocab = Some(&*state.model.vocab);
+    let failed = |d: sieve_dsl::Diagnostic, source: &str| {
+        if sampling.sampler.is_some() {
+            Error::Sampler(d.render(source))
+        } else {
+            Error::BadRequest {
+                message: format!(
+                    "the request's sampling fields make a pipeline that does not build:\n{}",
+                    d.render(source)
+                ),
+                param: None,
+            }
+        }
+    };
+    let compiled = sieve_dsl::compile(&text, &state.registry, &BuildContext { seed, vocab })
+        .map_err(|d| failed(d, &text))?;
+    for stage in &compiled.spec.stages {
+        if stage
+            .get("file")
+            .is_some_and(|v| !matches!(v, sieve_core::Value::Str(s) if s.is_empty()))
+        {
+            return Err(Error::Sampler(format!(
+                "stage `{}`: `file` reads a file on the server and is not allowed in a request; \
+                 pass the grammar or schema inline",
+                stage.name
+            )));
+        }
+    }
+    let canonical = compiled.spec.to_string();
+    let mut built = Vec::with_capacity(n);
+    built.push(compiled.pipeline);
+    for i in 1..n as u64 {
+        let cx = BuildContext {
+            seed: seed.wrapping_add(i),
+            vocab,
+        };
+        let pipeline = compiled
+            .spec
+            .build(&state.registry, &cx)
+            .map_err(|d| failed(d, &canonical))?;
+        built.push(pipeline);
+    }
+    Ok((canonical, built))
+}
+
+/// A seed for a request that gives none: from the process's random hasher keys and the
+/// time, cut to 53 bits so that every JSON reader gets it exactly.
+fn random_seed() -> u64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish() >> 11
+}
+
+/// The scheduler's events into a tokio channel.
+struct TokioSink(UnboundedSender<Event>);
+
+impl EventSink for TokioSink {
+    fn send(&mut self, event: Event) -> bool {
+        self.0.send(event).is_ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+/// What a response repeats about its request.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    /// `cmpl-…` / `chatcmpl-…`.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model served.
+    pub model: String,
+    /// The canonical pipeline.
+    pub sampler: String,
+    /// The seed.
+    pub seed: u64,
+    /// Choices.
+    pub n: usize,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// A usage chunk at the end of a stream.
+    pub include_usage: bool,
+}
+
+/// A request handed to the scheduler: its events and the bookkeeping of its metrics.
+pub struct Submitted {
+    /// What the response repeats.
+    pub meta: Meta,
+    // Dropped before `events`, so a cancellation is counted before the scheduler can see it.
+    progress: Progress,
+    events: UnboundedReceiver<Event>,
+}
+
+/// Hands `prepared` to the scheduler.
+///
+/// # Errors
+/// 503 when the queue is full (or the scheduler stopped), 400 for what the scheduler
+/// refuses.
+pub fn submit(
+    state: &AppState,
+    prepared: Prepared,
+    endpoint: Endpoint,
+    id_prefix: &str,
+) -> Result<Submitted> {
+    let (sender, events) = unbounded_channel();
+    let meta = Meta {
+        id: response_id(id_prefix),
+        created: unix_now(),
+        model: state.model.name.clone(),
+        sampler: prepared.sampler,
+        seed: prepared.seed,
+        n: prepared.pipelines.len(),
+        prompt_tokens: prepared.prompt.len(),
+        include_usage: prepared.include_usage,
+    };
+    let n = meta.n;
+    state.scheduler.submit(Request {
+        prompt: prepared.prompt,
+        pipelines: prepared.pipelines,
+        max_tokens: prepared.max_tokens,
+        stop: prepared.stop,
+        eos: prepared.eos,
+        logprobs: prepared.logprobs,
+        sink: Box::new(TokioSink(sender)),
+    })?;
+    state.metrics.request(endpoint, meta.prompt_tokens);
+    Ok(Submitted {
+        meta,
+        events,
+        progress: Progress::new(state.clone(), n),
+    })
+}
+
+/// Timing and counting of one request's events; counts the request as cancelled when it
+/// is dropped unfinished (its client went away).
+struct Progress {
+    state: AppState,
+    started: Instant,
+    first_token: bool,
+    /// Per choice: when its first token came, and how many came.
+    choices: Vec<(Option<Instant>, usize)>,
+    finished: usize,
+    failed: bool,
+}
+
+impl Progress {
+    fn new(state: AppState, n: usize) -> Self {
+        Progress {
+            state,
+            started: Instant::now(),
+            first_token: false,
+            choices: vec![(None, 0); n],
+            finished: 0,
+            failed: false,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.failed || self.finished == self.choices.len()
+    }
+
+    fn see(&mut self, event: &Event) {
+        let metrics = &self.state.metrics;
+        match event {
+            Event::Token { choice, .. } => {
+                let now = Instant::now();
+                metrics.token();
+                if !self.first_token {
+                    self.first_token = true;
+                    metrics.time_to_first_token(now - self.started);
+                }
+                if let Some((first, count)) = self.choices.get_mut(*choice) {
+                    first.get_or_insert(now);
+                    *count += 1;
+                }
+            }
+            Event::Finished { choice, .. } => {
+                self.finished += 1;
+                if let Some(&(Some(first), count)) = self.choices.get(*choice) {
+                    if count > 1 {
+                        metrics.time_per_output_token(first.elapsed() / (count as u32 - 1));
+                    }
+                }
+            }
+            Event::Failed { .. } => {
+                self.failed = true;
+                metrics.failed();
+            }
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if !self.done() {
+            self.state.metrics.cancelled();
+        }
+    }
+}
+
+/// One finished choice.
+#[derive(Debug, Clone, Default)]
+pub struct ChoiceOutput {
+    /// Its text.
+    pub text: String,
+    /// Its tokens (an end-of-sequence token included).
+    pub tokens: Vec<u32>,
+    /// Each token's log-probabilities, when asked for.
+    pub logprobs: Vec<TokenLogprobs>,
+    /// Where each token's text starts in `text`.
+    pub offsets: Vec<usize>,
+    /// Why it ended.
+    pub finish: Option<FinishReason>,
+}
+
+/// Waits for every choice of `submitted` to finish.
+///
+/// # Errors
+/// 500 when generation fails.
+pub async fn collect(mut submitted: Submitted) -> Result<(Meta, Vec<ChoiceOutput>)> {
+    let mut out = vec![ChoiceOutput::default(); submitted.meta.n];
+    while !submitted.progress.done() {
+        let Some(event) = submitted.events.recv().await else {
+            return Err(Error::Generation("the scheduler stopped".to_string()));
+        };
+        submitted.progress.see(&event);
+        match event {
+            Event::Token {
+                choice,
+                token,
+                text,
+                logprobs,
+            } => {
+                if let Some(c) = out.get_mut(choice) {
+                    c.offsets.push(c.text.len());
+                    c.text.push_str(&text);
+                    c.tokens.push(token);
+                    c.logprobs.extend(logprobs);
+                }
+            }
+            Event::Finished {
+                choice,
+                text,
+                reason,
+                ..
+            } => {
+                if let Some(c) = out.get_mut(choice) {
+                    c.text.push_str(&text);
+                    c.finish = Some(reason);
+                }
+            }
+            Event::Failed { message } => return Err(Error::Generation(message)),
+        }
+    }
+    Ok((submitted.meta, out))
+}
+
+/// How an endpoint writes its stream chunks (JSON text, fields in OpenAI's order).
+pub trait Chunks: Send + 'static {
+    /// Chunks before any token (chat: each choice's role).
+    fn opening(&self, meta: &Meta) -> Vec<String>;
+    /// A chunk carrying `text` (and a token's log-probabilities) for `choice`; `offset` is
+    /// where the text starts in the choice's text.
+    fn text(
+        &self,
+        meta: &Meta,
+        choice: usize,
+        text: &str,
+        token: Option<(u32, &TokenLogprobs)>,
+        offset: usize,
+    ) -> String;
+    /// The last chunk of `choice`.
+    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String;
+    /// The usage chunk.
+    fn usage(&self, meta: &Meta, usage: Usage) -> String;
+}
+
+/// Streams `submitted` as server-sent events: one `data:` chunk per token with text (or
+/// log-probabilities), each choice's last chunk with its `finish_reason`, a usage chunk
+/// when asked for, then `data: [DONE]`. A failure mid-stream sends an `{"error": …}` chunk
+/// before `[DONE]`. Dropping the stream (the client went away) cancels the request.
+pub fn stream<C: Chunks>(
+    submitted: Submitted,
+    chunks: C,
+) -> Sse<impl Stream<Item = std::result::Result<SseEvent, Infallible>>> {
+    let opening: Vec<SseEvent> = chunks
+        .opening(&submitted.meta)
+        .iter()
+        .map(|c| data(c))
+        .collect();
+    let state = StreamState {
+        submitted,
+        chunks,
+        offsets: Vec::new(),
+        completion_tokens: 0,
+        ended: false,
+    };
+    let rest = stream::unfold(state, |mut st| async move {
+        if st.ended {
+            return None;
+        }
+        let events = st.next().await;
+        Some((events, st))
+    });
+    let all = stream::iter(opening.into_iter().map(Ok))
+        .chain(rest.flat_map(|events| stream::iter(events.into_iter().map(Ok))));
+    Sse::new(all).keep_alive(KeepAlive::default())
+}
+
+struct StreamState<C> {
+    submitted: Submitted,
+    chunks: C,
+    offsets: Vec<usize>,
+    completion_tokens: usize,
+    ended: bool,
+}
+
+impl<C: Chunks> StreamState<C> {
+    /// The SSE events of the next scheduler event (the closing ones at the end).
+    async fn next(&mut self) -> Vec<SseEvent> {
+        let meta = &self.submitted.meta;
+        if self.offsets.is_empty() {
+            self.offsets = vec![0; meta.n];
+        }
+        let Some(event) = self.submitted.events.recv().await else {
+            self.ended = true;
+            let e = Error::Generation("the scheduler stopped".to_string());
+            return vec![data(&error_json(&e)), done()];
+        };
+        self.submitted.progress.see(&event);
+        let meta = &self.submitted.meta;
+        let mut out = Vec::new();
+        match event {
+            Event::Token {
+                choice,
+                token,
+                text,
+                logprobs,
+            } => {
+                self.completion_tokens += 1;
+                if !text.is_empty() || logprobs.is_some() {
+                    let offset = self.offsets.get(choice).copied().unwrap_or(0);
+                    let lp = logprobs.as_ref().map(|lp| (token, lp));
+                    out.push(data(&self.chunks.text(meta, choice, &text, lp, offset)));
+                }
+                if let Some(o) = self.offsets.get_mut(choice) {
+                    *o += text.len();
+                }
+            }
+            Event::Finished {
+                choice,
+                text,
+                reason,
+                ..
+            } => {
+                if !text.is_empty() {
+                    let offset = self.offsets.get(choice).copied().unwrap_or(0);
+                    out.push(data(&self.chunks.text(meta, choice, &text, None, offset)));
+                }
+                out.push(data(&self.chunks.finish(meta, choice, reason)));
+            }
+            Event::Failed { message } => {
+                let e = Error::Generation(message);
+                out.push(data(&error_json(&e)));
+                out.push(done());
+                self.ended = true;
+                return out;
+            }
+        }
+        if self.submitted.progress.done() {
+            if meta.include_usage {
+                let usage = Usage::new(meta.prompt_tokens, self.completion_tokens);
+                out.push(data(&self.chunks.usage(meta, usage)));
+            }
+            out.push(done());
+            self.ended = true;
+        }
+        out
+    }
+}
+
+fn data(json: &str) -> SseEvent {
+    SseEvent::default().data(json)
+}
+
+fn error_json(e: &Error) -> String {
+    serde_json::to_string(&e.body()).unwrap_or_default()
+}
+
+fn done() -> SseEvent {
+    SseEvent::default().data("[DONE]")
+}

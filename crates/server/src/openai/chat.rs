@@ -1,0 +1,146 @@
+//! `POST /v1/chat/completions`: the request's own fields and the response (whole, or
+//! streamed as `chat.completion.chunk` objects).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::common::Usage;
+
+/// The fields only chat completions have.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ChatFields {
+    /// The conversation: `{"role", "content"}` objects (content a string or a list of
+    /// `{"type": "text", "text"}` parts); other fields reach the template as they are.
+    pub messages: Option<Vec<Map<String, Value>>>,
+    /// Report each token's log-probability.
+    pub logprobs: Option<bool>,
+    /// How many alternatives to list with each (0–20; needs `logprobs`).
+    pub top_logprobs: Option<u32>,
+    /// Tools, passed to the chat template.
+    pub tools: Option<Value>,
+    /// Extra template variables (vLLM's extension), e.g. `{"enable_thinking": false}`.
+    pub chat_template_kwargs: Option<Map<String, Value>>,
+    /// End the prompt with the assistant's turn header (default true).
+    pub add_generation_prompt: Option<bool>,
+}
+
+/// A chat completion.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatCompletion {
+    /// `chatcmpl-…`.
+    pub id: String,
+    /// `chat.completion`.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model served.
+    pub model: String,
+    /// The choices.
+    pub choices: Vec<ChatChoice>,
+    /// Token counts.
+    pub usage: Usage,
+    /// sieve's extension: the canonical pipeline every choice ran.
+    pub sampler: String,
+    /// sieve's extension: the seed (choice `i` ran with `seed + i`).
+    pub seed: u64,
+}
+
+/// One choice of a chat completion.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatChoice {
+    /// Its index.
+    pub index: usize,
+    /// The assistant's message.
+    pub message: ChatMessage,
+    /// Log-probabilities, when asked for.
+    pub logprobs: Option<ChatLogprobs>,
+    /// `stop` or `length`.
+    pub finish_reason: &'static str,
+}
+
+/// The assistant's message.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatMessage {
+    /// `assistant`.
+    pub role: &'static str,
+    /// The text.
+    pub content: String,
+}
+
+/// `logprobs` of a chat choice.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ChatLogprobs {
+    /// One entry per generated token.
+    pub content: Vec<TokenLogprob>,
+}
+
+/// One token's log-probability and its alternatives.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TokenLogprob {
+    /// The token's text.
+    pub token: String,
+    /// Its log-probability.
+    pub logprob: f32,
+    /// Its bytes (its text may hold an incomplete UTF-8 character).
+    pub bytes: Vec<u8>,
+    /// The most likely tokens at this position.
+    pub top_logprobs: Vec<TopLogprob>,
+}
+
+/// An alternative token.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TopLogprob {
+    /// Its text.
+    pub token: String,
+    /// Its log-probability.
+    pub logprob: f32,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// One chunk of a streamed chat completion.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatChunk {
+    /// The completion's id (the same in every chunk).
+    pub id: String,
+    /// `chat.completion.chunk`.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model served.
+    pub model: String,
+    /// The choice that moved (none in the usage chunk).
+    pub choices: Vec<ChatChunkChoice>,
+    /// Token counts, in the last chunk when `stream_options.include_usage` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// sieve's extension: the canonical pipeline.
+    pub sampler: String,
+    /// sieve's extension: the seed.
+    pub seed: u64,
+}
+
+/// One choice's part of a chunk.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatChunkChoice {
+    /// The choice.
+    pub index: usize,
+    /// What it adds.
+    pub delta: Delta,
+    /// Log-probabilities of the tokens in this chunk.
+    pub logprobs: Option<ChatLogprobs>,
+    /// Set in the choice's last chunk.
+    pub finish_reason: Option<&'static str>,
+}
+
+/// A message delta: the role in the first chunk, then text.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Delta {
+    /// `assistant`, in the first chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    /// New text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}

@@ -1,0 +1,63 @@
+//! Response parts both endpoints share: usage, log-probabilities, finish reasons, ids.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use sieve_engine::FinishReason;
+
+/// `usage`.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Generated tokens over every choice (end-of-sequence tokens included).
+    pub completion_tokens: usize,
+    /// Their sum.
+    pub total_tokens: usize,
+}
+
+impl Usage {
+    /// The usage of a prompt and its generated tokens.
+    pub fn new(prompt_tokens: usize, completion_tokens: usize) -> Self {
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+        }
+    }
+}
+
+/// OpenAI's `finish_reason`: `stop` (an end-of-sequence token or a stop string) or `length`.
+pub fn finish_reason(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Eos | FinishReason::Stop | FinishReason::Cancelled => "stop",
+        FinishReason::Length => "length",
+    }
+}
+
+/// The log-probability OpenAI's clients can read for an impossible token (JSON has no
+/// `-inf`), as vLLM reports it.
+pub const IMPOSSIBLE_LOGPROB: f32 = -9999.0;
+
+/// A log-probability as JSON can carry it.
+pub fn finite(logprob: f32) -> f32 {
+    if logprob.is_finite() {
+        logprob
+    } else {
+        IMPOSSIBLE_LOGPROB
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A fresh response id: `prefix-` and a number unique in this process.
+pub fn response_id(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{prefix}-{:016x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}

@@ -1,0 +1,268 @@
+//! `POST /v1/chat/completions`: the conversation rendered with the model's chat template
+//! (the same code as `sieve generate --chat`) and encoded without adding special tokens (the
+//! template writes them), as transformers does; the whole answer or a stream.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{Map, Value};
+use sieve_engine::serve::TokenLogprobs;
+use sieve_engine::FinishReason;
+
+use super::tokens::token_text;
+use crate::body::JsonBody;
+use crate::generation::{self, collect, prepare, submit, Chunks, Meta};
+use crate::metrics::Endpoint;
+use crate::openai::chat::{
+    ChatChoice, ChatChunk, ChatChunkChoice, ChatCompletion, ChatFields, ChatLogprobs, ChatMessage,
+    Delta, TokenLogprob, TopLogprob,
+};
+use crate::openai::common::{finish_reason, finite, Usage};
+use crate::openai::fields::{OutputFields, SamplingFields};
+use crate::state::AppState;
+use crate::{Error, Result};
+
+/// `POST /v1/chat/completions`.
+///
+/// # Errors
+/// See [`prepare`] and [`submit`]; 400 for a malformed conversation, a model without a chat
+/// template, a template that fails, `top_logprobs` without `logprobs`.
+pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
+    let output: OutputFields = body.fields()?;
+    let sampling: SamplingFields = body.fields()?;
+    let own: ChatFields = body.fields()?;
+    let logprobs = match (own.logprobs, own.top_logprobs) {
+        (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),
+        (_, Some(_)) => {
+            return Err(Error::field(
+                "top_logprobs",
+                "`top_logprobs` needs `\"logprobs\": true`",
+            ))
+        }
+        _ => None,
+    };
+    let prompt = prompt_tokens(&state, &own)?;
+    let prepared = prepare(&state, &output, &sampling, prompt, "messages", logprobs)?;
+    let stream = prepared.stream;
+    let submitted = submit(&state, prepared, Endpoint::Chat, "chatcmpl")?;
+    let chunks = ChatChunks {
+        state: state.clone(),
+        logprobs: logprobs.is_some(),
+    };
+    if stream {
+        return Ok(generation::stream(submitted, chunks).into_response());
+    }
+    let (meta, outputs) = collect(submitted).await?;
+    let usage = Usage::new(
+        meta.prompt_tokens,
+        outputs.iter().map(|c| c.tokens.len()).sum(),
+    );
+    let choices = outputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, c)| ChatChoice {
+            index,
+            logprobs: chunks.logprobs.then(|| ChatLogprobs {
+                content: c
+                    .tokens
+                    .iter()
+                    .zip(&c.logprobs)
+                    .map(|(&t, l)| chunks.entry(t, l))
+                    .collect(),
+            }),
+            message: ChatMessage {
+                role: "assistant",
+                content: c.text,
+            },
+            finish_reason: finish_reason(c.finish.unwrap_or(FinishReason::Length)),
+        })
+        .collect();
+    Ok(Json(ChatCompletion {
+        id: meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: meta.model,
+        choices,
+        usage,
+        sampler: meta.sampler,
+        seed: meta.seed,
+    })
+    .into_response())
+}
+
+/// The conversation rendered and encoded.
+fn prompt_tokens(state: &AppState, fields: &ChatFields) -> Result<Vec<u32>> {
+    let Some(messages) = &fields.messages else {
+        return Err(Error::field("messages", "`messages` is required"));
+    };
+    if messages.is_empty() {
+        return Err(Error::field("messages", "`messages` is empty"));
+    }
+    let messages: Vec<Value> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| normalize(i, m))
+        .collect::<Result<_>>()?;
+    let conversation = match &fields.tools {
+        Some(tools) if !tools.is_null() => {
+            serde_json::json!({"messages": messages, "tools": tools})
+        }
+        _ => Value::Array(messages),
+    };
+    let kwargs = fields
+        .chat_template_kwargs
+        .as_ref()
+        .map(|k| Value::Object(k.clone()).to_string());
+    let template = state.model.chat_template.as_ref().map_err(|why| {
+        Error::field(
+            "messages",
+            format!("this model has no chat template ({why}); use /v1/completions"),
+        )
+    })?;
+    let text = template
+        .render_json(
+            &conversation.to_string(),
+            fields.add_generation_prompt.unwrap_or(true),
+            kwargs.as_deref(),
+        )
+        .map_err(|e| Error::field("messages", e.to_string()))?;
+    state
+        .model
+        .tokenizer
+        .encode(&text, false)
+        .map_err(|e| Error::field("messages", e.to_string()))
+}
+
+/// Message `i` with its `role` checked and its `content` parts joined into one text.
+fn normalize(i: usize, message: &Map<String, Value>) -> Result<Value> {
+    let param = |field: &str| format!("messages[{i}].{field}");
+    if !message.get("role").is_some_and(Value::is_string) {
+        return Err(Error::field(
+            &param("role"),
+            "each message needs a `role` string",
+        ));
+    }
+    let mut message = message.clone();
+    if let Some(Value::Array(parts)) = message.get("content") {
+        let mut text = String::new();
+        for part in parts {
+            match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                (Some("text"), Some(Value::String(t))) => text.push_str(t),
+                _ => {
+                    return Err(Error::field(
+                        &param("content"),
+                        "only text content parts ({\"type\": \"text\", \"text\": …}) are supported",
+                    ))
+                }
+            }
+        }
+        message.insert("content".to_string(), Value::String(text));
+    }
+    match message.get("content") {
+        None | Some(Value::String(_) | Value::Null) => Ok(Value::Object(message)),
+        Some(_) => Err(Error::field(
+            &param("content"),
+            "`content` must be a string or a list of text parts",
+        )),
+    }
+}
+
+/// `chat.completion.chunk` objects.
+struct ChatChunks {
+    state: AppState,
+    logprobs: bool,
+}
+
+impl ChatChunks {
+    fn entry(&self, token: u32, l: &TokenLogprobs) -> TokenLogprob {
+        let tokenizer = &self.state.model.tokenizer;
+        let (text, bytes) = token_text(tokenizer, token);
+        TokenLogprob {
+            token: text,
+            logprob: finite(l.logprob),
+            bytes,
+            top_logprobs: l
+                .top
+                .iter()
+                .map(|&(id, x)| {
+                    let (token, bytes) = token_text(tokenizer, id);
+                    TopLogprob {
+                        token,
+                        logprob: finite(x),
+                        bytes,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn chunk(&self, meta: &Meta, choices: Vec<ChatChunkChoice>, usage: Option<Usage>) -> String {
+        serde_json::to_string(&ChatChunk {
+            id: meta.id.clone(),
+            object: "chat.completion.chunk",
+            created: meta.created,
+            model: meta.model.clone(),
+            choices,
+            usage,
+            sampler: meta.sampler.clone(),
+            seed: meta.seed,
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl Chunks for ChatChunks {
+    fn opening(&self, meta: &Meta) -> Vec<String> {
+        (0..meta.n)
+            .map(|index| {
+                let choice = ChatChunkChoice {
+                    index,
+                    delta: Delta {
+                        role: Some("assistant"),
+                        content: Some(String::new()),
+                    },
+                    logprobs: None,
+                    finish_reason: None,
+                };
+                self.chunk(meta, vec![choice], None)
+            })
+            .collect()
+    }
+
+    fn text(
+        &self,
+        meta: &Meta,
+        choice: usize,
+        text: &str,
+        token: Option<(u32, &TokenLogprobs)>,
+        _offset: usize,
+    ) -> String {
+        let logprobs = token.filter(|_| self.logprobs).map(|(id, l)| ChatLogprobs {
+            content: vec![self.entry(id, l)],
+        });
+        let choice = ChatChunkChoice {
+            index: choice,
+            delta: Delta {
+                role: None,
+                content: Some(text.to_string()),
+            },
+            logprobs,
+            finish_reason: None,
+        };
+        self.chunk(meta, vec![choice], None)
+    }
+
+    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String {
+        let choice = ChatChunkChoice {
+            index: choice,
+            delta: Delta::default(),
+            logprobs: None,
+            finish_reason: Some(finish_reason(reason)),
+        };
+        self.chunk(meta, vec![choice], None)
+    }
+
+    fn usage(&self, meta: &Meta, usage: Usage) -> String {
+        self.chunk(meta, Vec::new(), Some(usage))
+    }
+}

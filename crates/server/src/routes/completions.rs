@@ -1,0 +1,196 @@
+//! `POST /v1/completions`: a text (or token-id) prompt, encoded as `sieve generate` encodes
+//! it (with the tokenizer's special tokens, e.g. BOS); the whole completion or a stream.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use sieve_engine::serve::TokenLogprobs;
+use sieve_engine::FinishReason;
+
+use super::tokens::token_text;
+use crate::body::JsonBody;
+use crate::generation::{self, collect, prepare, submit, Chunks, Meta};
+use crate::metrics::Endpoint;
+use crate::openai::common::{finish_reason, finite, Usage};
+use crate::openai::completions::{
+    Completion, CompletionChoice, CompletionFields, CompletionLogprobs, Prompt,
+};
+use crate::openai::fields::{OutputFields, SamplingFields};
+use crate::state::AppState;
+use crate::{Error, Result};
+
+/// `POST /v1/completions`.
+///
+/// # Errors
+/// See [`prepare`] and [`submit`]; 400 for `echo`, `suffix`, `best_of` > 1 (not supported)
+/// and for several prompts in one request.
+pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
+    let output: OutputFields = body.fields()?;
+    let sampling: SamplingFields = body.fields()?;
+    let own: CompletionFields = body.fields()?;
+    if own.echo == Some(true) {
+        return Err(Error::field("echo", "`echo` is not supported"));
+    }
+    if own.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(Error::field("suffix", "`suffix` is not supported"));
+    }
+    if own.best_of.is_some_and(|b| b > 1) {
+        return Err(Error::field(
+            "best_of",
+            "`best_of` is not supported; use `n`",
+        ));
+    }
+    let prompt = prompt_tokens(&state, own.prompt)?;
+    let logprobs = own.logprobs.map(|k| ("logprobs", k));
+    let prepared = prepare(&state, &output, &sampling, prompt, "prompt", logprobs)?;
+    let stream = prepared.stream;
+    let submitted = submit(&state, prepared, Endpoint::Completions, "cmpl")?;
+    let chunks = CompletionChunks {
+        state: state.clone(),
+        logprobs: own.logprobs.is_some(),
+    };
+    if stream {
+        return Ok(generation::stream(submitted, chunks).into_response());
+    }
+    let (meta, outputs) = collect(submitted).await?;
+    let usage = Usage::new(
+        meta.prompt_tokens,
+        outputs.iter().map(|c| c.tokens.len()).sum(),
+    );
+    let choices = outputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, c)| CompletionChoice {
+            index,
+            logprobs: chunks.logprobs.then(|| {
+                let mut lp = CompletionLogprobs::default();
+                for ((&token, l), &offset) in c.tokens.iter().zip(&c.logprobs).zip(&c.offsets) {
+                    chunks.push(&mut lp, token, l, offset);
+                }
+                lp
+            }),
+            text: c.text,
+            finish_reason: Some(finish_reason(c.finish.unwrap_or(FinishReason::Length))),
+        })
+        .collect();
+    Ok(Json(Completion {
+        id: meta.id,
+        object: "text_completion",
+        created: meta.created,
+        model: meta.model,
+        choices,
+        usage: Some(usage),
+        sampler: meta.sampler,
+        seed: meta.seed,
+    })
+    .into_response())
+}
+
+/// The prompt's ids: text encoded with the special tokens, ids as given.
+fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<u32>> {
+    let encode = |text: &str| {
+        state
+            .model
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| Error::field("prompt", e.to_string()))
+    };
+    let one = |n: usize| {
+        Error::field(
+            "prompt",
+            format!("{n} prompts given; this server takes one prompt per request"),
+        )
+    };
+    match prompt {
+        None => Err(Error::field("prompt", "`prompt` is required")),
+        Some(Prompt::Text(text)) => encode(&text),
+        Some(Prompt::Tokens(ids)) => Ok(ids),
+        Some(Prompt::Texts(texts)) => match texts.as_slice() {
+            [text] => encode(text),
+            _ => Err(one(texts.len())),
+        },
+        Some(Prompt::TokenLists(mut lists)) => match lists.len() {
+            1 => Ok(lists.remove(0)),
+            n => Err(one(n)),
+        },
+    }
+}
+
+/// Completion chunks (the same object as a whole completion, one choice at a time).
+struct CompletionChunks {
+    state: AppState,
+    logprobs: bool,
+}
+
+impl CompletionChunks {
+    fn push(&self, lp: &mut CompletionLogprobs, token: u32, l: &TokenLogprobs, offset: usize) {
+        let tokenizer = &self.state.model.tokenizer;
+        lp.tokens.push(token_text(tokenizer, token).0);
+        lp.token_logprobs.push(finite(l.logprob));
+        let top: BTreeMap<String, f32> = l
+            .top
+            .iter()
+            .map(|&(id, x)| (token_text(tokenizer, id).0, finite(x)))
+            .collect();
+        lp.top_logprobs.push(top);
+        lp.text_offset.push(offset);
+    }
+
+    fn chunk(&self, meta: &Meta, choices: Vec<CompletionChoice>, usage: Option<Usage>) -> String {
+        serde_json::to_string(&Completion {
+            id: meta.id.clone(),
+            object: "text_completion",
+            created: meta.created,
+            model: meta.model.clone(),
+            choices,
+            usage,
+            sampler: meta.sampler.clone(),
+            seed: meta.seed,
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl Chunks for CompletionChunks {
+    fn opening(&self, _: &Meta) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn text(
+        &self,
+        meta: &Meta,
+        choice: usize,
+        text: &str,
+        token: Option<(u32, &TokenLogprobs)>,
+        offset: usize,
+    ) -> String {
+        let logprobs = token.filter(|_| self.logprobs).map(|(id, l)| {
+            let mut lp = CompletionLogprobs::default();
+            self.push(&mut lp, id, l, offset);
+            lp
+        });
+        let choice = CompletionChoice {
+            index: choice,
+            text: text.to_string(),
+            logprobs,
+            finish_reason: None,
+        };
+        self.chunk(meta, vec![choice], None)
+    }
+
+    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String {
+        let choice = CompletionChoice {
+            index: choice,
+            text: String::new(),
+            logprobs: None,
+            finish_reason: Some(finish_reason(reason)),
+        };
+        self.chunk(meta, vec![choice], None)
+    }
+
+    fn usage(&self, meta: &Meta, usage: Usage) -> String {
+        self.chunk(meta, Vec::new(), Some(usage))
+    }
+}
