@@ -105,7 +105,7 @@ impl Lanes for Avx2 {
     }
     #[inline(always)]
     unsafe fn prefetch(p: *const u8) {
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+        _mm_prefetch::<_MM_HINT_T1>(p.cast());
     }
     #[inline(always)]
     unsafe fn sum(v: V2) -> f32 {

@@ -81,7 +81,7 @@ impl Lanes for Avx512 {
     }
     #[inline(always)]
     unsafe fn prefetch(p: *const u8) {
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+        _mm_prefetch::<_MM_HINT_T1>(p.cast());
     }
     #[inline(always)]
     unsafe fn sum4(v: [__m512; 4]) -> [f32; 4] {
