@@ -218,7 +218,7 @@ impl LoadedModel {
     /// # Errors
     /// As [`Model::forward_last`].
     pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        dispatch!(self, m => m.forward_last(tokens))
+        sieve_kernels::on_pool(|| dispatch!(self, m => m.forward_last(tokens)))
     }
 
     /// As [`Model::forward_all`].
@@ -226,7 +226,7 @@ impl LoadedModel {
     /// # Errors
     /// As [`Model::forward_all`].
     pub fn forward_all(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        dispatch!(self, m => m.forward_all(tokens))
+        sieve_kernels::on_pool(|| dispatch!(self, m => m.forward_all(tokens)))
     }
 }
 

@@ -41,8 +41,16 @@ pub struct Attention {
     pub softcap: Option<f32>,
 }
 
-/// Attention of `n` new query rows at positions `past..past + n` (see the [module docs](self)),
-/// with the widest instruction set this CPU has.
+/// Attention of `n` new query rows at positions `past..past + n`, with the widest instruction
+/// set this CPU has.
+///
+/// For the query of head `h` at position `p` (GQA: it reads kv head `h / (heads / kv_heads)`),
+/// with visible positions `lo..=p` (`lo = 0`, or `p + 1 - window` with a sliding window):
+/// `s_t = scale · dot(q, k_t)` in [`crate::reference_dot`]'s order; with a soft cap
+/// `s_t = cap · tanh(s_t / cap)`; `e_t = exp(s_t − max s)`; `out = (Σ_t e_t · v_t) / Σ_t e_t`,
+/// each output element one fused multiply-add chain over `t` in increasing order. Only the
+/// visible keys take part, so a query row's bits depend on nothing but its own row and the
+/// keys and values it sees: a chunk of `n` rows equals `n` calls of one row.
 ///
 /// # Shapes
 /// - `queries`: `[n, heads, head_dim]` (RoPE already applied);

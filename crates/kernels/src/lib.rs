@@ -41,5 +41,5 @@ pub use error::{Error, Result};
 pub use isa::Isa;
 pub use matmul::{matmul_nt, matmul_nt_on};
 pub use reference::{reference_dot, LANES};
-pub use threads::{set_threads, threads};
+pub use threads::{on_pool, set_threads, threads};
 pub use weights::{Storage, WeightView, Weights};

@@ -14,7 +14,15 @@
 /// Width of the partial-sum vector of the reduction order.
 pub const LANES: usize = 16;
 
-/// `Σ x[i]·w[i]` in this crate's fixed order (see the [module docs](self)).
+/// `Σ x[i]·w[i]` in this crate's fixed order, which depends on the length alone.
+///
+/// With `x` and `w` padded with zeros to a multiple of [`LANES`]:
+///
+/// 1. lane `l` (0..16) starts at `+0.0` and, for the indices `i ≡ l (mod 16)` in increasing
+///    order, does `acc[l] = fma(x[i], w[i], acc[l])` (one rounding per step; the padded
+///    positions do `fma(0, 0, acc)`);
+/// 2. the 16 lanes are folded by halves: `acc[l] += acc[l + 8]` for `l < 8`, then `+4`, `+2`,
+///    `+1`; lane 0 is the result.
 ///
 /// # Panics
 /// If `x` and `w` differ in length.

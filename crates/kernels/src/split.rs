@@ -5,8 +5,11 @@ use std::ops::Range;
 
 use crate::Dtype;
 
-/// A task should be worth at least this much single-core time (rayon's hand-off is a few µs).
-const MIN_TASK_NS: f64 = 20_000.0;
+/// A task should be worth at least this much single-core time: on a pool thread (see
+/// [`crate::on_pool`]) a hand-off is a work-stealing join of a microsecond or two, and
+/// splitting even a decode step's small `k_proj` over both cores of this machine paid
+/// (30 SmolLM2-135M layers' products: 16 -> 10 ms a token).
+const MIN_TASK_NS: f64 = 5_000.0;
 /// Single-core bytes per ns a weight streams at from memory (decode's floor).
 const STREAM_BYTES_PER_NS: f64 = 12.0;
 /// Single-core flops per ns the tiles reach (prefill's floor).

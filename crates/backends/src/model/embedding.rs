@@ -115,3 +115,42 @@ impl<B: Backend> Embedding<B> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use burn_flex::{Flex, FlexDevice};
+
+    use super::{EmbeddingConfig, Matrix};
+    use crate::hf::Checkpoint;
+    use crate::model::loader::Loader;
+
+    #[test]
+    fn a_tied_output_on_the_host_reads_the_embedding_bytes() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/models/llama-gqa-tied");
+        let checkpoint = Checkpoint::open(&dir).unwrap();
+        let (_, _, shape) = checkpoint
+            .shapes()
+            .find(|(_, name, _)| *name == "model.embed_tokens.weight")
+            .unwrap();
+        let config = EmbeddingConfig {
+            vocab_size: shape[0],
+            hidden_size: shape[1],
+            tied: true,
+            scale: None,
+        };
+        let embedding = config
+            .load(
+                &Loader::<Flex>::new(&checkpoint, &FlexDevice),
+                "model.embed_tokens",
+            )
+            .unwrap();
+        let Matrix::Bytes { weights, .. } = &embedding.matrix else {
+            panic!("flex keeps the embedding as the checkpoint's bytes");
+        };
+        let output = embedding.tied_output().unwrap();
+        assert!(output.host_weights().unwrap().shares_bytes_with(weights));
+    }
+}

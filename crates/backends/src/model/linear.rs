@@ -109,6 +109,15 @@ impl<B: Backend> Linear<B> {
         })
     }
 
+    /// The weight as the checkpoint's bytes, for a host layer.
+    #[cfg(test)]
+    pub(crate) fn host_weights(&self) -> Option<&Weights> {
+        match &self.0 {
+            Kind::Host { weights, .. } => Some(weights),
+            Kind::Device { .. } => None,
+        }
+    }
+
     /// # Shapes
     /// `x`: `[n, in]` → `[n, out]`.
     ///

@@ -104,6 +104,10 @@ impl Lanes for Avx2 {
         )
     }
     #[inline(always)]
+    unsafe fn prefetch(p: *const u8) {
+        _mm_prefetch::<_MM_HINT_T1>(p.cast());
+    }
+    #[inline(always)]
     unsafe fn sum(v: V2) -> f32 {
         // Lanes l + 8 (the pair), then + 4, + 2, + 1: the tree of `reference_dot`.
         let s8 = _mm256_add_ps(v.0, v.1);

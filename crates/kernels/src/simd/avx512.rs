@@ -80,6 +80,10 @@ impl Lanes for Avx512 {
         _mm_cvtss_f32(s1)
     }
     #[inline(always)]
+    unsafe fn prefetch(p: *const u8) {
+        _mm_prefetch::<_MM_HINT_T1>(p.cast());
+    }
+    #[inline(always)]
     unsafe fn sum4(v: [__m512; 4]) -> [f32; 4] {
         // The same tree for four vectors at once, halves of different vectors side by side.
         let [a, b, c, d] = v;

@@ -219,10 +219,15 @@ unsafe fn tile<L: Lanes, E: Elem, const R: usize, const C: usize>(t: &Tile, c0: 
     let (full, rem) = (t.k / LANES, t.k % LANES);
     // Each chunk: the `C` weight chunks are loaded (and widened) once and held, then each
     // row's chunk is loaded once and multiplied into its `C` accumulators.
+    // Streaming weights (decode): fetch the rows of the next tile while this one computes.
+    let ahead = if t.group == usize::MAX { C * t.ldw } else { 0 };
     for i in 0..full {
         let mut ws = [L::zero(); C];
         for (c, wc) in ws.iter_mut().enumerate() {
             *wc = E::load::<L>(w[c].add(i * t.cstride));
+            if ahead > 0 {
+                L::prefetch(w[c].wrapping_add(ahead + i * t.cstride));
+            }
         }
         for (r, row) in acc.iter_mut().enumerate() {
             let xr = L::load(t.x.add(r * t.ldx + i * LANES));

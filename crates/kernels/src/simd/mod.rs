@@ -61,6 +61,10 @@ pub(crate) trait Lanes {
     unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// The fixed tree over the lanes (see [`crate::reference_dot`]).
     unsafe fn sum(v: Self::V) -> f32;
+    /// Hints that the cache line at `p` will be read soon (`p` may be past the end of the
+    /// data: it is never dereferenced).
+    #[inline(always)]
+    unsafe fn prefetch(_p: *const u8) {}
     /// [`Lanes::sum`] of four vectors (an instruction set may share the shuffles).
     #[inline(always)]
     unsafe fn sum4(v: [Self::V; 4]) -> [f32; 4] {
