@@ -10,7 +10,10 @@
 //! section. No module reads `config.json`: a model family (`crate::families`) maps it onto
 //! these configs.
 //!
-//! Everything runs in `f32`; checkpoints in `f16`/`bf16` are widened on load. A forward pass
+//! Activations are `f32`. On the CPU backends ([`Kernels::Host`]) the linear layers multiply
+//! the checkpoint's memory-mapped bytes in place (f32, bf16 or f16, widened in registers,
+//! accumulated in f32) and attention runs on a host KV cache, both with `sieve-kernels`' fixed
+//! reduction order; on CUDA the weights are widened to `f32` tensors on load. A forward pass
 //! runs the new tokens of one or several sequences ([`Model`] as a `BatchModel`): their rows go
 //! through every projection together, attention runs per sequence on its own cache.
 
