@@ -40,7 +40,10 @@ mod tests {
         assert!(rayon::current_thread_index().is_none());
         let inside = super::on_pool(|| rayon::current_thread_index().is_some());
         assert!(inside);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         assert_eq!(pool.install(|| super::on_pool(|| 7)), 7);
     }
 }
