@@ -143,7 +143,7 @@ mod tests {
         };
         let embedding = config
             .load(
-                &Loader::<Flex>::new(&checkpoint, &FlexDevice),
+                &Loader::<Flex>::new(&checkpoint, &FlexDevice, crate::model::Kernels::Host),
                 "model.embed_tokens",
             )
             .unwrap();
