@@ -76,17 +76,7 @@ pub fn time_model(
     decode_tokens: usize,
     warm_prefills: usize,
 ) -> Result<ModelTimings> {
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
-    let total = prompt.len().saturating_add(decode_tokens);
-    let context = model.context_len();
-    if total > context {
-        return Err(Error::ContextOverflow {
-            tokens: total,
-            context,
-        });
-    }
+    check_fits(prompt, decode_tokens, model.context_len())?;
     let mut prefills = Vec::with_capacity(1 + warm_prefills);
     let mut logits = Vec::new();
     for _ in 0..=warm_prefills {
@@ -148,17 +138,7 @@ pub fn time_batch(
     decode_tokens: usize,
     batch: usize,
 ) -> Result<BatchTimings> {
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
-    let total = prompt.len().saturating_add(decode_tokens);
-    let context = model.context_len();
-    if total > context {
-        return Err(Error::ContextOverflow {
-            tokens: total,
-            context,
-        });
-    }
+    check_fits(prompt, decode_tokens, model.context_len())?;
     let first = model.open();
     let mut seqs = vec![first];
     let run = (|| {
@@ -188,6 +168,21 @@ pub fn time_batch(
         model.close(s);
     }
     run
+}
+
+/// Checks that `prompt` is not empty and that it and `decode_tokens` more fit `context`.
+fn check_fits(prompt: &[u32], decode_tokens: usize, context: usize) -> Result<()> {
+    if prompt.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    let total = prompt.len().saturating_add(decode_tokens);
+    if total > context {
+        return Err(Error::ContextOverflow {
+            tokens: total,
+            context,
+        });
+    }
+    Ok(())
 }
 
 /// The first index of the largest value (NaN never wins); 0 for an empty slice.
