@@ -30,6 +30,7 @@ mod choice;
 pub mod logprobs;
 mod request;
 mod scheduler;
+mod shared;
 mod worker;
 
 pub use request::{

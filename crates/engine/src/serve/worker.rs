@@ -11,7 +11,7 @@ use sieve_core::{Pipeline, Vocab};
 
 use super::choice::Choice;
 use super::request::{Event, EventSink, LogprobsSpec, Request};
-use super::scheduler::{Shared, Status};
+use super::shared::{Shared, Status};
 use crate::batch::{BatchModel, Feed, SeqId};
 use crate::emit::EndRules;
 use crate::model::Detokenize;
