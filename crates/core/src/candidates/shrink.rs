@@ -1,5 +1,5 @@
 //! Truncations and reorderings: `truncate`, `remove_first`, `retain`, `keep_ranked_through`,
-//! `keep_positions`, `sort_desc`.
+//! `sort_desc`.
 
 use alloc::vec::Vec;
 
@@ -19,7 +19,6 @@ impl Candidates {
             self.probs.truncate(n);
             self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
         }
-        self.forget_peaks();
         self.selected = None;
     }
 
@@ -33,7 +32,6 @@ impl Candidates {
             self.probs.drain(..n);
             self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
         }
-        self.forget_peaks();
         self.selected = None;
     }
 
@@ -64,35 +62,23 @@ impl Candidates {
     /// promises that `keep` rejects every raw logit below `floor`, so only candidates at or
     /// above it are offered to `keep` (found in one vectorized pass when `floor > -inf`).
     fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool, floor: f32) {
-        let mut kept: Vec<u32> = if floor > f32::NEG_INFINITY {
+        let offered: Vec<u32> = if floor > f32::NEG_INFINITY {
             self.positions_at_least(floor)
         } else {
             (0..self.len() as u32).collect()
         };
-        kept.retain(|&pos| {
+        let mut kept: Vec<u32> = Vec::with_capacity(offered.len());
+        for pos in offered {
             let p = pos as usize;
-            keep(if self.dense { pos } else { self.ids[p] }, self.logits[p])
-        });
-        self.keep_positions(&kept);
-    }
-
-    /// Keeps the candidates at `positions` (strictly increasing), in their current order, in
-    /// one compacting pass over them; cached probabilities are kept (renormalized lazily).
-    ///
-    /// # Panics
-    /// If `positions` is not strictly increasing or holds a position `>= len()`.
-    pub fn keep_positions(&mut self, positions: &[u32]) {
+            let id = if self.dense { pos } else { self.ids[p] };
+            if keep(id, self.logits[p]) {
+                kept.push(pos);
+            }
+        }
         // Compaction writes at `w <= pos`, so nothing not yet moved is overwritten.
         let mut kept_total = 0.0f64;
-        let mut next = 0usize;
-        for (w, &pos) in positions.iter().enumerate() {
+        for (w, &pos) in kept.iter().enumerate() {
             let pos = pos as usize;
-            assert!(
-                pos >= next && pos < self.len(),
-                "positions must be increasing and below {}",
-                self.len()
-            );
-            next = pos + 1;
             if !self.dense {
                 self.ids[w] = self.ids[pos];
             }
@@ -103,10 +89,9 @@ impl Candidates {
                 kept_total += p as f64;
             }
         }
-        let n = positions.len();
+        let n = kept.len();
         if self.dense {
-            self.ids.clear();
-            self.ids.extend_from_slice(positions);
+            self.ids = kept;
             self.dense = false;
         } else {
             self.ids.truncate(n);
@@ -116,7 +101,6 @@ impl Candidates {
             self.probs.truncate(n);
             self.probs_total = kept_total;
         }
-        self.forget_peaks();
         self.selected = None;
     }
 
@@ -136,23 +120,18 @@ impl Candidates {
         (self.logits[pos], self.id(pos))
     }
 
-    /// Reorders (and possibly shortens) the candidates to `order` (positions). The buffers keep
-    /// their capacity (a full vocabulary's, for the next step's logits).
+    /// Reorders (and possibly shortens) the candidates to `order` (positions).
     pub(super) fn permute(&mut self, order: &[u32]) {
         let ids: Vec<u32> = order.iter().map(|&p| self.id(p as usize)).collect();
         let logits: Vec<f32> = order.iter().map(|&p| self.logits[p as usize]).collect();
         if self.probs_valid {
             let probs: Vec<f32> = order.iter().map(|&p| self.probs[p as usize]).collect();
             self.probs_total = probs.iter().map(|&p| p as f64).sum();
-            self.probs.clear();
-            self.probs.extend_from_slice(&probs);
+            self.probs = probs;
         }
-        self.ids.clear();
-        self.ids.extend_from_slice(&ids);
-        self.logits.clear();
-        self.logits.extend_from_slice(&logits);
+        self.ids = ids;
+        self.logits = logits;
         self.dense = false;
-        self.forget_peaks();
         self.selected = None;
     }
 }
