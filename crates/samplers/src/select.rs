@@ -106,16 +106,37 @@ impl Steering {
     }
 }
 
-/// Shannon entropy in nats, `H = −Σ_{p_i > 0} p_i ln p_i`.
-pub(crate) fn entropy(probs: &[f32]) -> f64 {
-    probs
+/// Shannon entropy in nats of the distribution proportional to `weights`.
+///
+/// With `w_max` the largest weight, `r_i = w_i / w_max` and `T = Σ_{i ≠ max} r_i` (the tail),
+/// `H = ln(1 + T) − Σ_{i ≠ max} r_i ln r_i / (1 + T)`: the same as `−Σ p_i ln p_i` for
+/// normalized `p`, but independent of how the weights were normalized (a softmax normalized
+/// with an `f32` total that depends on the candidates' order shifts every `p_i` by one common
+/// factor), and accurate when one token holds nearly all the mass (no `ln(p ≈ 1)` and no
+/// difference of two nearly equal logarithms). `temp`'s dynamic exponent amplifies the relative
+/// error of a small entropy, so both matter: the result does not depend on the order of the
+/// candidates beyond `f64` rounding. Sums run in `f64`; no weight above 0 gives 0.
+pub(crate) fn entropy(weights: &[f32]) -> f64 {
+    let Some((top, &w_max)) = weights
         .iter()
-        .filter(|&&p| p > 0.0)
-        .map(|&p| {
-            let p = p as f64;
-            -p * libm::log(p)
-        })
-        .sum()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+    else {
+        return 0.0;
+    };
+    if !(w_max > 0.0) {
+        return 0.0;
+    }
+    let w_max = w_max as f64;
+    let (tail, tail_log) = weights
+        .iter()
+        .enumerate()
+        .filter(|&(i, &w)| i != top && w > 0.0)
+        .fold((0.0f64, 0.0f64), |(t, l), (_, &w)| {
+            let r = w as f64 / w_max;
+            (t + r, l + r * libm::log(r))
+        });
+    (libm::log1p(tail) - tail_log / (1.0 + tail)).max(0.0)
 }
 
 #[cfg(test)]
@@ -141,5 +162,26 @@ mod tests {
     fn entropy_of_uniform_is_ln_n() {
         let h = entropy(&[0.25; 4]);
         assert!((h - 4f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn entropy_ignores_the_normalization() {
+        let p = [0.999_9f32, 0.000_06, 0.000_04];
+        let total: f64 = p.iter().map(|&x| x as f64).sum();
+        let direct: f64 = p
+            .iter()
+            .map(|&x| x as f64 / total)
+            .map(|q| -q * q.ln())
+            .sum();
+        assert!((entropy(&p) - direct).abs() < 1e-7 * direct);
+        let scaled: Vec<f32> = p.iter().map(|&x| x * 4.0).collect(); // exact in binary
+        let (a, b) = (entropy(&p), entropy(&scaled));
+        assert!((a - b).abs() <= 1e-12 * a, "{a} vs {b}");
+        assert_eq!(entropy(&[0.0, 0.0]), 0.0);
+        assert_eq!(entropy(&[]), 0.0);
+        // One dominant token: e^-30 beside 1 has H = e^-30 (30 + 1) to first order.
+        let tiny = (-30.0f64).exp();
+        let h = entropy(&[1.0, tiny as f32]);
+        assert!((h - tiny * 31.0).abs() < 1e-6 * h, "{h}");
     }
 }

@@ -74,7 +74,7 @@ impl Temp {
             return None;
         }
         let h_max = libm::log(n as f64);
-        let h = select::entropy(candidates.softmax());
+        let h = select::entropy(candidates.weights().0);
         let ratio = (h / h_max).clamp(0.0, 1.0);
         let t_min = (self.t - self.range).max(0.0);
         let t_max = self.t + self.range;

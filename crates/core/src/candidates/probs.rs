@@ -3,6 +3,10 @@
 use super::Candidates;
 use crate::math;
 
+/// The smallest mass (of a cache normalized to 1, or of weights whose largest is 1) that
+/// survivors of a shrink may hold and keep their cached probabilities.
+const MIN_KEPT_MASS: f64 = 1e-6;
+
 impl Candidates {
     /// Softmax probabilities of the current candidates (computed once, then cached): `p_i =
     /// e^(l_i − max) / Σ_j e^(l_j − max)`; masked candidates get 0. All zeros if every
@@ -31,6 +35,18 @@ impl Candidates {
     /// truncation): `softmax()` normalizes them.
     pub fn cached_probs(&self) -> Option<&[f32]> {
         self.probs_valid.then_some(&self.probs[..])
+    }
+
+    /// After a shrink, keeps the cached probabilities with the survivors' `total`, unless the
+    /// survivors held less than [`MIN_KEPT_MASS`] of the mass they were computed against: then
+    /// their cached weights may have underflowed (to zero, or to subnormals without precision,
+    /// whose normalizing factor overflows), and the next request recomputes them from the
+    /// logits against the survivors' own maximum.
+    pub(super) fn keep_probs_if_precise(&mut self, total: f64) {
+        self.probs_total = total;
+        if total < MIN_KEPT_MASS {
+            self.probs_valid = false;
+        }
     }
 
     fn ensure_weights(&mut self) {

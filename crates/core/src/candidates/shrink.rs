@@ -17,7 +17,7 @@ impl Candidates {
         self.logits.truncate(n);
         if self.probs_valid {
             self.probs.truncate(n);
-            self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
+            self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
         self.selected = None;
     }
@@ -30,7 +30,7 @@ impl Candidates {
         self.logits.drain(..n);
         if self.probs_valid {
             self.probs.drain(..n);
-            self.probs_total = self.probs.iter().map(|&p| p as f64).sum();
+            self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
         self.selected = None;
     }
@@ -99,7 +99,7 @@ impl Candidates {
         self.logits.truncate(n);
         if self.probs_valid {
             self.probs.truncate(n);
-            self.probs_total = kept_total;
+            self.keep_probs_if_precise(kept_total);
         }
         self.selected = None;
     }
@@ -126,8 +126,8 @@ impl Candidates {
         let logits: Vec<f32> = order.iter().map(|&p| self.logits[p as usize]).collect();
         if self.probs_valid {
             let probs: Vec<f32> = order.iter().map(|&p| self.probs[p as usize]).collect();
-            self.probs_total = probs.iter().map(|&p| p as f64).sum();
             self.probs = probs;
+            self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
         self.ids = ids;
         self.logits = logits;

@@ -222,3 +222,24 @@ fn sort_desc_orders_ties_by_id() {
     c.sort_desc();
     assert_eq!(pairs(&c), vec![(9, 2.0), (2, 1.0), (5, 1.0)]);
 }
+
+#[test]
+fn survivors_of_underflowed_probabilities_are_renormalized_from_their_logits() {
+    // Beside a logit of 60 the others weigh e^-100 and e^-101 in f32: zero or subnormal.
+    // After the top is cut (XTC's `remove_first`, or `retain`), their probabilities must come
+    // from their own logits, not from the underflowed cache (which once normalized to NaN).
+    for cut in 0..2 {
+        let mut c = Candidates::from_logits(&[60.0, -40.0, -41.0]);
+        c.sort_desc();
+        c.softmax();
+        if cut == 0 {
+            c.remove_first(1);
+        } else {
+            c.retain(|id, _| id != 0);
+        }
+        let p = c.softmax().to_vec();
+        let want = 1.0 / (1.0 + (-1f32).exp());
+        assert!((p[0] - want).abs() < 1e-6, "{p:?}");
+        assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6, "{p:?}");
+    }
+}
