@@ -718,7 +718,7 @@ fn check_top_p(input: &[f32], p: f64, min_keep: usize) -> Result<(), TestCaseErr
     ranked.sort_by(|a, b| sieve_core::rank((a.1, a.0), (b.1, b.0)));
     let max = ranked.first().map_or(f32::NEG_INFINITY, |&(_, l)| l);
     let exact = |l: f32| {
-        if !(l > f32::NEG_INFINITY) {
+        if l.is_nan() || l == f32::NEG_INFINITY {
             0.0
         } else {
             ((l - max) as f64).exp()

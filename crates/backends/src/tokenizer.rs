@@ -162,6 +162,12 @@ impl Detokenize for Tokenizer {
     fn decode(&self, ids: &[u32]) -> sieve_engine::Result<String> {
         Tokenizer::decode(self, ids).map_err(|e| sieve_engine::Error::Detokenize(Box::new(e)))
     }
+
+    fn decode_skipping_special(&self, ids: &[u32]) -> sieve_engine::Result<String> {
+        self.inner
+            .decode(ids, true)
+            .map_err(|e| sieve_engine::Error::Detokenize(Box::new(self.error(e))))
+    }
 }
 
 /// The byte mapping a decoder implies (looking inside a `Sequence`).

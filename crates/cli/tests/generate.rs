@@ -383,3 +383,50 @@ fn the_thread_count_changes_no_token() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--threads 0"), "{}", out.stderr);
 }
+
+#[test]
+fn special_tokens_are_left_out_of_the_text_unless_asked_for() {
+    // Token 1 is `<s>` (special, not an EOS): forced three times, it writes nothing by
+    // default and itself with --special, in every output mode.
+    let model = fixture("llama-f32-linear");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "generate",
+            "--model",
+            &model,
+            "--tokens",
+            "5,6",
+            "-n",
+            "3",
+            "--sampler",
+            "logit_bias({1: 100}) | greedy",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        ok_json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let hidden = run(&["--json"]);
+    assert_eq!(hidden["tokens"], serde_json::json!([1, 1, 1]));
+    assert_eq!(hidden["text"], "");
+    assert_eq!(run(&["--json", "--special"])["text"], "<s><s><s>");
+    let samples = run(&["--json", "--num-return", "2"]);
+    assert_eq!(samples["sequences"][1]["text"], "");
+    let shown = run(&["--json", "--num-return", "2", "--special"]);
+    assert_eq!(shown["sequences"][1]["text"], "<s><s><s>");
+    let beams = run(&["--json", "--beams", "2"]);
+    assert_eq!(
+        beams["sequences"][0]["tokens"],
+        serde_json::json!([1, 1, 1])
+    );
+    assert_eq!(beams["sequences"][0]["text"], "");
+    let beams = run(&["--json", "--beams", "2", "--special"]);
+    assert_eq!(beams["sequences"][0]["text"], "<s><s><s>");
+    // Streaming writes the same text.
+    let a = args(&["--special"]);
+    let streamed = sieve(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(streamed.code, 0, "{}", streamed.stderr);
+    assert_eq!(streamed.stdout.trim_end(), "<s><s><s>");
+}

@@ -409,3 +409,41 @@ fn prompts_read_in_chunks_beside_running_streams_give_the_same_text() {
     let want = generate(&["--prompt", PROMPT, "-n", "30", "--seed", "21"]);
     assert_eq!(streamed_text(&events, "text").0, want);
 }
+
+#[test]
+fn special_tokens_are_skipped_unless_skip_special_tokens_is_false() {
+    // Token 1 is `<s>` (special, not an EOS) in the fixture: forced, it writes nothing by
+    // default and itself with `"skip_special_tokens": false`, as `generate` and
+    // `generate --special` do.
+    let model = fixture_model("llama-f32-linear");
+    let server = Server::start(&["--model", &model]);
+    let pipeline = "logit_bias({1: 100}) | greedy";
+    let body = json!({"prompt": [5, 6], "max_tokens": 3, "sampler": pipeline});
+    let cli = |extra: &[&str]| {
+        let mut a = vec![
+            "--model",
+            &model,
+            "--tokens",
+            "5,6",
+            "-n",
+            "3",
+            "--sampler",
+            pipeline,
+        ];
+        a.extend_from_slice(extra);
+        generate(&a)
+    };
+    let r = server.post("/v1/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["choices"][0]["text"], "");
+    assert_eq!(cli(&[]), "");
+    let mut shown = body.clone();
+    shown["skip_special_tokens"] = json!(false);
+    let r = server.post("/v1/completions", &shown);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["choices"][0]["text"], "<s><s><s>");
+    assert_eq!(cli(&["--special"]), "<s><s><s>");
+    shown["stream"] = json!(true);
+    let r = server.post("/v1/completions", &shown);
+    assert_eq!(streamed_text(&r.events(), "text").0, "<s><s><s>");
+}

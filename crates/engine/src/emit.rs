@@ -5,12 +5,12 @@
 //! end and stream alike.
 
 use crate::detok::IncrementalDecoder;
-use crate::model::Detokenize;
+use crate::model::{Detokenize, SkipSpecial};
 use crate::stats::FinishReason;
 use crate::stop::StopStrings;
 use crate::Result;
 
-/// The rules that end a sequence.
+/// The rules that end a sequence, and which tokens its text shows.
 #[derive(Debug, Clone)]
 pub struct EndRules {
     /// The most tokens to generate (an EOS token counts).
@@ -19,8 +19,27 @@ pub struct EndRules {
     pub context: usize,
     /// End-of-sequence ids: choosing one ends the sequence (its text is not emitted).
     pub eos: Vec<u32>,
-    /// Stop strings.
+    /// Stop strings (matched against the text as written, so with special tokens left out
+    /// unless `show_special`).
     pub stops: StopStrings,
+    /// Whether special tokens (BOS, EOS when generated past, chat markers) are written into
+    /// the text; by default they are left out, as transformers' `skip_special_tokens=True`.
+    pub show_special: bool,
+}
+
+impl EndRules {
+    /// The detokenizer that writes text under these rules.
+    fn writer<'d>(
+        &self,
+        detokenizer: &'d dyn Detokenize,
+        skip: &'d SkipSpecial<'d>,
+    ) -> &'d dyn Detokenize {
+        if self.show_special {
+            detokenizer
+        } else {
+            skip
+        }
+    }
 }
 
 /// The output side of one sequence (see the [module](self) docs).
@@ -99,7 +118,10 @@ impl<'f> Emitter<'f> {
         if rules.eos.contains(&token) {
             return Ok(Some(FinishReason::Eos));
         }
-        let delta = self.decoder.step(detokenizer, &self.history)?;
+        let skip = SkipSpecial(detokenizer);
+        let delta = self
+            .decoder
+            .step(rules.writer(detokenizer, &skip), &self.history)?;
         if self.push_text(&delta, &rules.stops) {
             return Ok(Some(FinishReason::Stop));
         }
@@ -130,7 +152,9 @@ impl<'f> Emitter<'f> {
             } else {
                 self.history.len()
             };
-            let rest = self.decoder.flush(detokenizer, &self.history[..end])?;
+            let skip = SkipSpecial(detokenizer);
+            let writer = rules.writer(detokenizer, &skip);
+            let rest = self.decoder.flush(writer, &self.history[..end])?;
             if self.push_text(&rest, &rules.stops) {
                 finish = FinishReason::Stop;
             } else {

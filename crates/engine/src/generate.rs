@@ -39,6 +39,8 @@ pub struct GenerateOptions<'a> {
     /// stops before the next token and returns what it generated with
     /// [`FinishReason::Cancelled`]. Checked between tokens, never inside a forward pass.
     pub cancel: Option<&'a AtomicBool>,
+    /// Whether special tokens are written into the text (see [`EndRules::show_special`]).
+    pub show_special: bool,
 }
 
 impl Default for GenerateOptions<'_> {
@@ -51,6 +53,7 @@ impl Default for GenerateOptions<'_> {
             accept_prompt: true,
             step_stats: false,
             cancel: None,
+            show_special: false,
         }
     }
 }
@@ -66,6 +69,7 @@ impl GenerateOptions<'_> {
             context,
             eos: self.eos.clone(),
             stops: StopStrings::new(&self.stop)?,
+            show_special: self.show_special,
         })
     }
 }

@@ -65,7 +65,7 @@ pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
 pub use error::{BeamOptionsError, BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
-pub use model::{Detokenize, LanguageModel};
+pub use model::{Detokenize, LanguageModel, SkipSpecial};
 pub use parallel::generate_parallel;
 pub use serve::{Scheduler, SchedulerConfig};
 pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};

@@ -48,4 +48,30 @@ pub trait Detokenize {
     /// # Errors
     /// [`crate::Error::Detokenize`] when the ids cannot be decoded.
     fn decode(&self, ids: &[u32]) -> Result<String>;
+
+    /// The text of `ids` decoded together with special tokens (BOS, EOS, chat markers: what a
+    /// tokenizer marks special) left out, as transformers' `decode(skip_special_tokens=True)`
+    /// does. The default leaves nothing out, for detokenizers that know no special tokens.
+    ///
+    /// # Errors
+    /// [`crate::Error::Detokenize`] when the ids cannot be decoded.
+    fn decode_skipping_special(&self, ids: &[u32]) -> Result<String> {
+        self.decode(ids)
+    }
+}
+
+/// A view of a detokenizer whose [`Detokenize::decode`] leaves special tokens out (see
+/// [`Detokenize::decode_skipping_special`]): what generated text is written with unless the
+/// user asks to see special tokens.
+#[derive(Clone, Copy)]
+pub struct SkipSpecial<'a>(pub &'a dyn Detokenize);
+
+impl Detokenize for SkipSpecial<'_> {
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.0.decode_skipping_special(ids)
+    }
+
+    fn decode_skipping_special(&self, ids: &[u32]) -> Result<String> {
+        self.0.decode_skipping_special(ids)
+    }
 }

@@ -608,3 +608,66 @@ fn a_set_cancel_flag_stops_between_tokens_with_what_was_generated() {
     assert_eq!(out.tokens, [1, 2]);
     assert_eq!(out.text, "bc");
 }
+
+/// [`Bytes`] whose ids in `special` are special tokens.
+struct WithSpecials {
+    table: Bytes,
+    special: Vec<u32>,
+}
+
+impl Detokenize for WithSpecials {
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.table.decode(ids)
+    }
+
+    fn decode_skipping_special(&self, ids: &[u32]) -> Result<String> {
+        let kept: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.special.contains(id))
+            .collect();
+        self.table.decode(&kept)
+    }
+}
+
+#[test]
+fn special_tokens_are_left_out_of_the_text_unless_shown() {
+    let detok = WithSpecials {
+        table: Bytes::new(&[b"<s>", b"Hi", b"<|mark|>", b" there"]),
+        special: vec![0, 2],
+    };
+    let script = [1, 2, 3];
+    let generate_with = |show_special: bool, stop: &[&str]| {
+        let mut source = Script::new(4, &script);
+        let mut chunks = Vec::new();
+        let options = GenerateOptions {
+            show_special,
+            ..opts(3, stop, &[])
+        };
+        let out = generate(
+            &mut source,
+            &detok,
+            &mut greedy_pipeline(),
+            &[0],
+            &options,
+            &mut |t| chunks.push(t.to_string()),
+        )
+        .unwrap();
+        assert_eq!(chunks.concat(), out.text);
+        out
+    };
+    let hidden = generate_with(false, &[]);
+    assert_eq!(hidden.text, "Hi there");
+    assert_eq!(hidden.tokens, vec![1, 2, 3]);
+    assert_eq!(generate_with(true, &[]).text, "Hi<|mark|> there");
+    // Stop strings match the text as written: a hidden marker cannot stop it.
+    assert_eq!(
+        generate_with(false, &["<|mark|>"]).finish,
+        FinishReason::Length
+    );
+    let shown = generate_with(true, &["<|mark|>"]);
+    assert_eq!(
+        (shown.text.as_str(), shown.finish),
+        ("Hi", FinishReason::Stop)
+    );
+}

@@ -170,6 +170,7 @@ impl Spec {
             stop: StopStrings::new(&self.stop).unwrap(),
             eos: self.eos.clone(),
             logprobs: None,
+            show_special: false,
             sink: Box::new(sink),
         }
     }

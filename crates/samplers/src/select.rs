@@ -124,7 +124,7 @@ pub(crate) fn entropy(weights: &[f32]) -> f64 {
     else {
         return 0.0;
     };
-    if !(w_max > 0.0) {
+    if w_max.is_nan() || w_max <= 0.0 {
         return 0.0;
     }
     let w_max = w_max as f64;

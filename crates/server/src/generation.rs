@@ -40,6 +40,8 @@ pub struct Prepared {
     pub eos: Vec<u32>,
     /// Log-probabilities asked for.
     pub logprobs: Option<LogprobsSpec>,
+    /// Special tokens written into the text (`skip_special_tokens: false`).
+    pub show_special: bool,
     /// Server-sent events.
     pub stream: bool,
     /// A usage chunk at the end of the stream.
@@ -148,6 +150,7 @@ pub fn prepare(
         stop,
         eos,
         logprobs,
+        show_special: output.skip_special_tokens == Some(false),
         stream: output.stream == Some(true),
         include_usage: output.stream_options.is_some_and(|o| o.include_usage),
     })
@@ -302,6 +305,7 @@ pub fn submit(
         stop: prepared.stop,
         eos: prepared.eos,
         logprobs: prepared.logprobs,
+        show_special: prepared.show_special,
         sink: Box::new(TokioSink(sender)),
     })?;
     state.metrics.request(endpoint, meta.prompt_tokens);

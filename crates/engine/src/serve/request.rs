@@ -25,6 +25,9 @@ pub struct Request {
     pub eos: Vec<u32>,
     /// Whether and how log-probabilities are reported with each token.
     pub logprobs: Option<LogprobsSpec>,
+    /// Whether special tokens are written into the text (OpenAI-style servers' `skip_special_tokens:
+    /// false`); by default they are left out, as `sieve generate` does.
+    pub show_special: bool,
     /// Where the events go.
     pub sink: Box<dyn EventSink>,
 }

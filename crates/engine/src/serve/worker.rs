@@ -191,6 +191,7 @@ impl<M: BatchModel> Worker<M> {
             stop,
             eos,
             logprobs,
+            show_special,
             mut sink,
         } = request;
         let context = self.model.context_len();
@@ -232,6 +233,7 @@ impl<M: BatchModel> Worker<M> {
                     context,
                     eos,
                     stops: stop,
+                    show_special,
                 },
                 logprobs,
                 prompt,

@@ -157,6 +157,9 @@ pub struct OutputFields {
     pub stream_options: Option<StreamOptions>,
     /// Keep going after an end-of-sequence token.
     pub ignore_eos: Option<bool>,
+    /// Leave special tokens (BOS, EOS, chat markers) out of the text (default `true`, as
+    /// vLLM and `sieve generate`); `false` writes them, like `generate --special`.
+    pub skip_special_tokens: Option<bool>,
     /// `processed` (default: the distribution the pipeline's selector drew from) or `raw`
     /// (the model's own softmax); vLLM's `processed_logprobs` and `raw_logprobs` too.
     pub logprobs_mode: Option<String>,

@@ -11,7 +11,9 @@ use std::io::Write;
 use std::sync::atomic::AtomicBool;
 
 use sieve_core::{BuildContext, Registry};
-use sieve_engine::{beam_search, BeamOptions, EarlyStopping, FinishReason, Generation};
+use sieve_engine::{
+    beam_search, BeamOptions, Detokenize, EarlyStopping, FinishReason, Generation, SkipSpecial,
+};
 
 use super::report::{sequences_json, stats_text, RunInfo, RunStats, SequenceReport};
 use super::samples::pipelines;
@@ -46,6 +48,8 @@ pub struct Request<'a> {
     pub json: bool,
     /// `--stats`.
     pub stats: bool,
+    /// `--special`: special tokens written into the text.
+    pub show_special: bool,
 }
 
 /// Checks the counts before the model loads.
@@ -98,10 +102,13 @@ pub fn run(
             FinishReason::Eos => &h.tokens[..h.tokens.len().saturating_sub(1)],
             _ => &h.tokens[..],
         };
-        let text = files
-            .tokenizer
-            .decode(text_ids)
-            .map_err(|e| Failure::Runtime(anyhow::Error::new(e)))?;
+        let tokenizer: &dyn Detokenize = &files.tokenizer;
+        let text = if request.show_special {
+            tokenizer.decode(text_ids)
+        } else {
+            SkipSpecial(tokenizer).decode(text_ids)
+        }
+        .map_err(|e| Failure::Runtime(anyhow::Error::new(e)))?;
         let mut stats = search.stats;
         stats.generated_tokens = h.tokens.len();
         generations.push(Generation {

@@ -77,6 +77,11 @@ pub struct GenerateArgs {
     /// Stop when the text contains this string (repeatable); it is not printed
     #[arg(long, value_name = "S")]
     pub stop: Vec<String>,
+    /// Write special tokens (BOS, EOS, chat markers) into the text; by default they are left
+    /// out, as transformers' skip_special_tokens=True and `sieve serve` do. Stop strings match
+    /// the text as written
+    #[arg(long)]
+    pub special: bool,
     /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
@@ -238,6 +243,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         accept_prompt: true,
         step_stats: false,
         cancel: Some(&cancel),
+        show_special: args.special,
     };
     if let Some(beams) = args.beams {
         let request = beams::Request {
@@ -252,6 +258,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             cancel: &cancel,
             json: args.json,
             stats: args.stats,
+            show_special: args.special,
         };
         let cx = BuildContext {
             seed,
