@@ -447,3 +447,64 @@ fn special_tokens_are_skipped_unless_skip_special_tokens_is_false() {
     let r = server.post("/v1/completions", &shown);
     assert_eq!(streamed_text(&r.events(), "text").0, "<s><s><s>");
 }
+
+#[test]
+fn several_prompts_in_one_completions_request_are_numbered_prompt_by_prompt() {
+    let server = Server::start(&["--model", "embedded"]);
+    let prompts = ["Once upon a time", "The cat"];
+    let want: Vec<String> = prompts
+        .iter()
+        .flat_map(|p| {
+            (0..2).map(move |j| {
+                let seed = (3 + j).to_string();
+                generate(&["--prompt", p, "-n", "10", "--seed", &seed])
+            })
+        })
+        .collect();
+    let body = json!({"prompt": prompts, "max_tokens": 10, "seed": 3, "n": 2});
+    let r = server.post("/v1/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 4);
+    for (k, c) in choices.iter().enumerate() {
+        assert_eq!(c["index"], k);
+        assert_eq!(c["text"], want[k].as_str(), "choice {k}");
+    }
+    assert_eq!(v["usage"]["completion_tokens"], 40);
+    // Streamed: every choice's chunks carry its index; the texts are the same.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let events = server.post("/v1/completions", &streamed).events();
+    let mut texts = vec![String::new(); 4];
+    let mut finished = 0;
+    for e in events.iter().filter(|e| *e != "[DONE]") {
+        let v: Value = serde_json::from_str(e).unwrap();
+        for c in v["choices"].as_array().unwrap() {
+            let k = c["index"].as_u64().unwrap() as usize;
+            texts[k].push_str(c["text"].as_str().unwrap_or(""));
+            finished += usize::from(c["finish_reason"].is_string());
+        }
+    }
+    assert_eq!(texts, want);
+    assert_eq!(finished, 4);
+    // Token-id lists too; a bad one names its place.
+    let ids = json!({"prompt": [[5, 6], [7]], "max_tokens": 2});
+    let r = server.post("/v1/completions", &ids);
+    assert_eq!(
+        r.json()["choices"].as_array().unwrap().len(),
+        2,
+        "{}",
+        r.body
+    );
+    let r = server.post("/v1/completions", &json!({"prompt": [[5, 6], []]}));
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("prompt 1"),
+        "{}",
+        r.body
+    );
+}

@@ -24,10 +24,13 @@ use crate::{Error, Result};
 
 /// A request ready for the scheduler, and what its response repeats.
 pub struct Prepared {
-    /// The prompt's ids.
-    pub prompt: Vec<u32>,
-    /// One pipeline per choice (choice `i` built with seed `seed + i`).
-    pub pipelines: Vec<Pipeline>,
+    /// Each prompt's ids (completions take a list; chat has one).
+    pub prompts: Vec<Vec<u32>>,
+    /// Per prompt, one pipeline per choice (choice `j` of every prompt built with seed
+    /// `seed + j`, as a request with that prompt alone would be).
+    pub pipelines: Vec<Vec<Pipeline>>,
+    /// Choices per prompt.
+    pub n: usize,
     /// The canonical pipeline.
     pub sampler: String,
     /// The seed.
@@ -56,36 +59,34 @@ pub type PromptParam = &'static str;
 ///
 /// # Errors
 /// 404 for another model; 400 for a bad field, a `sampler` that does not compile (with its
-/// caret diagnostic), an empty prompt, ids beyond the vocabulary, a prompt longer than the
-/// context.
+/// caret diagnostic), no prompt, an empty prompt, ids beyond the vocabulary, a prompt longer
+/// than the context, more prompts than the queue holds.
 pub fn prepare(
     state: &AppState,
     output: &OutputFields,
     sampling: &SamplingFields,
-    prompt: Vec<u32>,
+    prompts: Vec<Vec<u32>>,
     prompt_param: PromptParam,
     top_logprobs: Option<(&'static str, u32)>,
 ) -> Result<Prepared> {
     check_model(state, output.model.as_deref())?;
-    let model = &state.model;
-    if prompt.is_empty() {
-        return Err(Error::field(prompt_param, "the prompt has no token"));
-    }
-    if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= model.vocab_size) {
+    let max_queue = state.scheduler.config().max_queue;
+    if prompts.is_empty() || prompts.len() > max_queue {
         return Err(Error::field(
             prompt_param,
             format!(
-                "token {bad} is beyond the vocabulary ({} tokens)",
-                model.vocab_size
+                "{} prompts given; this server takes 1 to {max_queue} per request",
+                prompts.len()
             ),
         ));
     }
-    if prompt.len() > model.context {
-        return Err(Error::PromptTooLong {
-            tokens: prompt.len(),
-            context: model.context,
-            param: prompt_param,
-        });
+    for (i, prompt) in prompts.iter().enumerate() {
+        check_prompt(
+            state,
+            prompt,
+            prompt_param,
+            (prompts.len() > 1).then_some(i),
+        )?;
     }
     let parallel = state.scheduler.config().parallel;
     let n = output.n.unwrap_or(1);
@@ -112,7 +113,7 @@ pub fn prepare(
     let eos = if output.ignore_eos == Some(true) {
         Vec::new()
     } else {
-        model.eos.clone()
+        state.model.eos.clone()
     };
     let logprobs = match top_logprobs {
         None => None,
@@ -140,10 +141,11 @@ pub fn prepare(
         }
     };
     let seed = output.seed.unwrap_or_else(random_seed);
-    let (sampler, pipelines) = pipelines(state, sampling, seed, n as usize)?;
+    let (sampler, pipelines) = pipelines(state, sampling, seed, n as usize, prompts.len())?;
     Ok(Prepared {
-        prompt,
+        prompts,
         pipelines,
+        n: n as usize,
         sampler,
         seed,
         max_tokens,
@@ -154,6 +156,41 @@ pub fn prepare(
         stream: output.stream == Some(true),
         include_usage: output.stream_options.is_some_and(|o| o.include_usage),
     })
+}
+
+/// 400 unless `prompt` (the `index`-th of several, when given) is non-empty, inside the
+/// vocabulary and the context.
+fn check_prompt(
+    state: &AppState,
+    prompt: &[u32],
+    param: PromptParam,
+    index: Option<usize>,
+) -> Result<()> {
+    let model = &state.model;
+    let which = index.map_or(String::new(), |i| format!("prompt {i}: "));
+    if prompt.is_empty() {
+        return Err(Error::field(
+            param,
+            format!("{which}the prompt has no token"),
+        ));
+    }
+    if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= model.vocab_size) {
+        return Err(Error::field(
+            param,
+            format!(
+                "{which}token {bad} is beyond the vocabulary ({} tokens)",
+                model.vocab_size
+            ),
+        ));
+    }
+    if prompt.len() > model.context {
+        return Err(Error::PromptTooLong {
+            tokens: prompt.len(),
+            context: model.context,
+            param,
+        });
+    }
+    Ok(())
 }
 
 /// 404 unless `model` is absent or the model served.
@@ -167,13 +204,15 @@ pub fn check_model(state: &AppState, model: Option<&str>) -> Result<()> {
     }
 }
 
-/// The canonical pipeline and one built copy per choice.
+/// The canonical pipeline and, for each of `prompts` prompts, one built copy per choice
+/// (choice `j` with seed `seed + j`).
 fn pipelines(
     state: &AppState,
     sampling: &SamplingFields,
     seed: u64,
     n: usize,
-) -> Result<(String, Vec<Pipeline>)> {
+    prompts: usize,
+) -> Result<(String, Vec<Vec<Pipeline>>)> {
     let text = pipeline_text(sampling, &state.defaults, &state.registry)?;
     let vocab = Some(&*state.model.vocab);
     let failed = |d: sieve_dsl::Diagnostic, source: &str| {
@@ -204,20 +243,28 @@ fn pipelines(
         }
     }
     let canonical = compiled.spec.to_string();
-    let mut built = Vec::with_capacity(n);
-    built.push(compiled.pipeline);
-    for i in 1..n as u64 {
-        let cx = BuildContext {
-            seed: seed.wrapping_add(i),
-            vocab,
-        };
-        let pipeline = compiled
-            .spec
-            .build(&state.registry, &cx)
-            .map_err(|d| failed(d, &canonical))?;
-        built.push(pipeline);
+    let mut first = Some(compiled.pipeline);
+    let mut all = Vec::with_capacity(prompts);
+    for _ in 0..prompts {
+        let mut built = Vec::with_capacity(n);
+        for j in 0..n as u64 {
+            if let Some(pipeline) = first.take() {
+                built.push(pipeline);
+                continue;
+            }
+            let cx = BuildContext {
+                seed: seed.wrapping_add(j),
+                vocab,
+            };
+            let pipeline = compiled
+                .spec
+                .build(&state.registry, &cx)
+                .map_err(|d| failed(d, &canonical))?;
+            built.push(pipeline);
+        }
+        all.push(built);
     }
-    Ok((canonical, built))
+    Ok((canonical, all))
 }
 
 /// A seed for a request that gives none: from the process's random hasher keys and the
@@ -232,16 +279,26 @@ fn random_seed() -> u64 {
     hasher.finish() >> 11
 }
 
-/// The scheduler's events into a tokio channel.
-struct TokioSink(UnboundedSender<Event>);
+/// The scheduler's events for one prompt into the response's tokio channel, its choices
+/// numbered after those of the prompts before it (`first_choice` on).
+struct TokioSink {
+    sender: UnboundedSender<Event>,
+    first_choice: usize,
+}
 
 impl EventSink for TokioSink {
-    fn send(&mut self, event: Event) -> bool {
-        self.0.send(event).is_ok()
+    fn send(&mut self, mut event: Event) -> bool {
+        match &mut event {
+            Event::Token { choice, .. } | Event::Finished { choice, .. } => {
+                *choice += self.first_choice;
+            }
+            Event::Failed { .. } => {}
+        }
+        self.sender.send(event).is_ok()
     }
 
     fn is_closed(&self) -> bool {
-        self.0.is_closed()
+        self.sender.is_closed()
     }
 }
 
@@ -258,7 +315,7 @@ pub struct Meta {
     pub sampler: String,
     /// The seed.
     pub seed: u64,
-    /// Choices.
+    /// Choices, over all prompts (prompt `i`'s choice `j` is choice `i·n + j`).
     pub n: usize,
     /// Prompt tokens.
     pub prompt_tokens: usize,
@@ -275,11 +332,12 @@ pub struct Submitted {
     events: UnboundedReceiver<Event>,
 }
 
-/// Hands `prepared` to the scheduler.
+/// Hands `prepared` to the scheduler: one scheduler request per prompt, their events into
+/// one channel with the choices numbered in prompt order (OpenAI's `index`).
 ///
 /// # Errors
 /// 503 when the queue is full (or the scheduler stopped), 400 for what the scheduler
-/// refuses.
+/// refuses; the prompts already queued are then cancelled with the response.
 pub fn submit(
     state: &AppState,
     prepared: Prepared,
@@ -293,21 +351,31 @@ pub fn submit(
         model: state.model.name.clone(),
         sampler: prepared.sampler,
         seed: prepared.seed,
-        n: prepared.pipelines.len(),
-        prompt_tokens: prepared.prompt.len(),
+        n: prepared.n * prepared.prompts.len(),
+        prompt_tokens: prepared.prompts.iter().map(Vec::len).sum(),
         include_usage: prepared.include_usage,
     };
     let n = meta.n;
-    state.scheduler.submit(Request {
-        prompt: prepared.prompt,
-        pipelines: prepared.pipelines,
-        max_tokens: prepared.max_tokens,
-        stop: prepared.stop,
-        eos: prepared.eos,
-        logprobs: prepared.logprobs,
-        show_special: prepared.show_special,
-        sink: Box::new(TokioSink(sender)),
-    })?;
+    for (i, (prompt, pipelines)) in prepared
+        .prompts
+        .into_iter()
+        .zip(prepared.pipelines)
+        .enumerate()
+    {
+        state.scheduler.submit(Request {
+            prompt,
+            pipelines,
+            max_tokens: prepared.max_tokens,
+            stop: prepared.stop.clone(),
+            eos: prepared.eos.clone(),
+            logprobs: prepared.logprobs,
+            show_special: prepared.show_special,
+            sink: Box::new(TokioSink {
+                sender: sender.clone(),
+                first_choice: i * prepared.n,
+            }),
+        })?;
+    }
     state.metrics.request(endpoint, meta.prompt_tokens);
     Ok(Submitted {
         meta,

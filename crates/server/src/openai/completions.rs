@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::common::Usage;
 
-/// `prompt`: text, or token ids. A list of several prompts is refused (one prompt per
-/// request).
+/// `prompt`: text, or token ids, or a list of either (several prompts: each gets `n`
+/// choices, numbered prompt by prompt).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum Prompt {
@@ -16,9 +16,9 @@ pub enum Prompt {
     Text(String),
     /// Token ids, used as they are.
     Tokens(Vec<u32>),
-    /// A list of texts (one element accepted).
+    /// Several texts.
     Texts(Vec<String>),
-    /// A list of token-id lists (one element accepted).
+    /// Several token-id lists.
     TokenLists(Vec<Vec<u32>>),
 }
 

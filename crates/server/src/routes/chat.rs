@@ -42,7 +42,14 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
         _ => None,
     };
     let prompt = prompt_tokens(&state, &own)?;
-    let prepared = prepare(&state, &output, &sampling, prompt, "messages", logprobs)?;
+    let prepared = prepare(
+        &state,
+        &output,
+        &sampling,
+        vec![prompt],
+        "messages",
+        logprobs,
+    )?;
     let stream = prepared.stream;
     let submitted = submit(&state, prepared, Endpoint::Chat, "chatcmpl")?;
     let chunks = ChatChunks {

@@ -24,8 +24,7 @@ use crate::{Error, Result};
 /// `POST /v1/completions`.
 ///
 /// # Errors
-/// See [`prepare`] and [`submit`]; 400 for `echo`, `suffix`, `best_of` > 1 (not supported)
-/// and for several prompts in one request.
+/// See [`prepare`] and [`submit`]; 400 for `echo`, `suffix`, `best_of` > 1 (not supported).
 pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
     let output: OutputFields = body.fields()?;
     let sampling: SamplingFields = body.fields()?;
@@ -42,9 +41,9 @@ pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Resul
             "`best_of` is not supported; use `n`",
         ));
     }
-    let prompt = prompt_tokens(&state, own.prompt)?;
+    let prompts = prompt_tokens(&state, own.prompt)?;
     let logprobs = own.logprobs.map(|k| ("logprobs", k));
-    let prepared = prepare(&state, &output, &sampling, prompt, "prompt", logprobs)?;
+    let prepared = prepare(&state, &output, &sampling, prompts, "prompt", logprobs)?;
     let stream = prepared.stream;
     let submitted = submit(&state, prepared, Endpoint::Completions, "cmpl")?;
     let chunks = CompletionChunks {
@@ -88,8 +87,9 @@ pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Resul
     .into_response())
 }
 
-/// The prompt's ids: text encoded with the special tokens, ids as given.
-fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<u32>> {
+/// Each prompt's ids: text encoded with the special tokens, ids as given. A list gives
+/// several prompts (choices numbered prompt by prompt, as OpenAI does).
+fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<Vec<u32>>> {
     let encode = |text: &str| {
         state
             .model
@@ -97,24 +97,12 @@ fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<u32>> {
             .encode(text, true)
             .map_err(|e| Error::field("prompt", e.to_string()))
     };
-    let one = |n: usize| {
-        Error::field(
-            "prompt",
-            format!("{n} prompts given; this server takes one prompt per request"),
-        )
-    };
     match prompt {
         None => Err(Error::field("prompt", "`prompt` is required")),
-        Some(Prompt::Text(text)) => encode(&text),
-        Some(Prompt::Tokens(ids)) => Ok(ids),
-        Some(Prompt::Texts(texts)) => match texts.as_slice() {
-            [text] => encode(text),
-            _ => Err(one(texts.len())),
-        },
-        Some(Prompt::TokenLists(mut lists)) => match lists.len() {
-            1 => Ok(lists.remove(0)),
-            n => Err(one(n)),
-        },
+        Some(Prompt::Text(text)) => Ok(vec![encode(&text)?]),
+        Some(Prompt::Tokens(ids)) => Ok(vec![ids]),
+        Some(Prompt::Texts(texts)) => texts.iter().map(|t| encode(t)).collect(),
+        Some(Prompt::TokenLists(lists)) => Ok(lists),
     }
 }
 
