@@ -10,6 +10,7 @@ use burn_ndarray::{NdArray, NdArrayDevice};
 
 use sieve_engine::{BatchModel, Feed, LanguageModel, SeqId};
 
+use crate::dtype::WeightDtype;
 use crate::hf::Checkpoint;
 use crate::model::{Kernels, Model, TransformerConfig};
 use crate::{Error, Result};
@@ -59,6 +60,22 @@ impl BackendKind {
         match self {
             BackendKind::Ndarray | BackendKind::Flex => true,
             BackendKind::Cuda => cfg!(feature = "cuda"),
+        }
+    }
+
+    /// Whether the model's weights can be kept in `dtype` on this backend: any on the CPU
+    /// backends (their kernels read `f32`, `bf16` and `f16`); `auto` and `f32` on CUDA, whose
+    /// tensors are `f32`.
+    ///
+    /// # Errors
+    /// [`Error::DtypeUnavailable`].
+    pub fn check_dtype(self, dtype: WeightDtype) -> Result<()> {
+        match (self.kernels(), dtype) {
+            (Kernels::Host, _) | (_, WeightDtype::Auto | WeightDtype::F32) => Ok(()),
+            _ => Err(Error::DtypeUnavailable {
+                backend: self.name(),
+                dtype: dtype.name(),
+            }),
         }
     }
 
@@ -206,6 +223,11 @@ impl LoadedModel {
     /// What the model is made of.
     pub fn config(&self) -> &TransformerConfig {
         dispatch!(self, m => m.config())
+    }
+
+    /// As [`Model::weights_dtype`].
+    pub fn weights_dtype(&self) -> sieve_kernels::Dtype {
+        dispatch!(self, m => m.weights_dtype())
     }
 
     /// As [`Model::bytes_per_weight`].

@@ -16,6 +16,7 @@ use sieve_core::Vocab;
 
 use crate::backend::{BackendKind, LoadedModel};
 use crate::chat_template::ChatTemplate;
+use crate::dtype::WeightDtype;
 use crate::families::{family_of, Family};
 use crate::hf::{
     check_sizes, Checkpoint, ConfigJson, GenerationConfig, OneOrMany, CONFIG_FILE,
@@ -185,27 +186,34 @@ impl ModelDir {
         Checkpoint::open(&self.path)
     }
 
-    /// Loads the weights onto the backend `kind`.
+    /// Loads the weights onto the backend `kind`, in the checkpoint's own dtype.
     ///
     /// # Errors
     /// [`crate::Error::BackendUnavailable`] (checked before anything is read), then the
     /// errors of [`Checkpoint::open`] and [`TransformerConfig::load`].
     pub fn load(&self, kind: BackendKind) -> Result<LoadedModel> {
-        self.load_with_progress(kind, |_, _| {})
+        self.load_with_progress(kind, WeightDtype::Auto, |_, _| {})
     }
 
-    /// [`ModelDir::load`], calling `on_progress(done, total)` (bytes of tensor data) as the
-    /// weights are read, for a progress bar.
+    /// [`ModelDir::load`] with the weight matrices in `dtype` (see [`WeightDtype`]), calling
+    /// `on_progress(done, total)` (bytes of tensor data) as the weights are read, for a
+    /// progress bar.
     ///
     /// # Errors
-    /// As [`ModelDir::load`].
+    /// As [`ModelDir::load`], and [`crate::Error::DtypeUnavailable`] for `bf16`/`f16` on a
+    /// backend that computes in `f32` tensors (CUDA).
     pub fn load_with_progress(
         &self,
         kind: BackendKind,
+        dtype: WeightDtype,
         on_progress: impl Fn(u64, u64) + 'static,
     ) -> Result<LoadedModel> {
         kind.check_available()?;
-        let checkpoint = self.checkpoint()?.with_progress(on_progress);
+        kind.check_dtype(dtype)?;
+        let checkpoint = self
+            .checkpoint()?
+            .with_progress(on_progress)
+            .with_weight_dtype(dtype);
         LoadedModel::from_checkpoint(kind, self.transformer.clone(), &checkpoint)
     }
 }

@@ -167,6 +167,14 @@ pub enum Error {
         /// Why (not compiled in, no driver, no device).
         reason: String,
     },
+    /// A weight dtype the backend cannot keep its weights in.
+    #[error("--dtype {dtype} is not available on the {backend} backend, which computes in f32 tensors; use auto or f32")]
+    DtypeUnavailable {
+        /// The backend.
+        backend: &'static str,
+        /// The dtype asked for.
+        dtype: &'static str,
+    },
     /// The backend failed while computing or reading back a tensor.
     #[error("backend error: {message}")]
     Backend {

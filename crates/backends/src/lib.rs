@@ -37,6 +37,7 @@
 pub mod backend;
 pub mod chat_template;
 pub mod dir;
+pub mod dtype;
 mod error;
 pub mod families;
 pub mod hf;
@@ -46,6 +47,7 @@ pub mod tokenizer;
 pub use backend::{BackendKind, LoadedModel};
 pub use chat_template::{ChatTemplate, Message};
 pub use dir::{ModelDir, MAX_PADDING};
+pub use dtype::WeightDtype;
 pub use error::{Error, Result};
 pub use families::{Family, FAMILIES};
 pub use hf::{Checkpoint, ConfigJson, GenerationConfig};

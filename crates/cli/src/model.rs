@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer};
+use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer, WeightDtype};
 use sieve_core::Vocab;
 
 use crate::embedded;
@@ -52,6 +52,23 @@ pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
     Ok(kind)
 }
 
+/// Reads `--dtype` for `backend`: `None` is `auto` (the checkpoint's own).
+///
+/// # Errors
+/// Usage: an unknown name, or a dtype the backend cannot keep weights in.
+pub fn dtype(name: Option<&str>, backend: BackendKind) -> Result<WeightDtype, Failure> {
+    let dtype = match name {
+        None => WeightDtype::Auto,
+        Some(name) => name
+            .parse::<WeightDtype>()
+            .map_err(|e| Failure::usage(format!("--dtype: {e}")))?,
+    };
+    backend
+        .check_dtype(dtype)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(dtype)
+}
+
 /// Applies `--threads` (before anything computes): `None` keeps one thread per core.
 ///
 /// # Errors
@@ -94,12 +111,16 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
 /// # Errors
 /// Usage (exit 2): a bad weights file (see `sieve_backends::Error::is_bad_model_file`);
 /// runtime: any other failure to load.
-pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failure> {
+pub fn load(
+    files: ModelFiles,
+    backend: BackendKind,
+    dtype: WeightDtype,
+) -> Result<OpenModel, Failure> {
     let bar = weights_bar();
     let drawn = bar.clone();
     let model = files
         .dir
-        .load_with_progress(backend, move |done, total| {
+        .load_with_progress(backend, dtype, move |done, total| {
             drawn.set_length(total);
             drawn.set_position(done);
         })
@@ -116,15 +137,6 @@ pub fn load(files: ModelFiles, backend: BackendKind) -> Result<OpenModel, Failur
         files,
         model: model?,
     })
-}
-
-/// Opens `dir` (or the embedded model when `None`) on `backend`: [`open_files`], then
-/// [`load`].
-///
-/// # Errors
-/// As [`open_files`] and [`load`].
-pub fn open(dir: Option<&Path>, backend: BackendKind) -> Result<OpenModel, Failure> {
-    load(open_files(dir)?, backend)
 }
 
 /// A progress bar of the weights read, drawn on stderr only when it is a terminal.

@@ -280,6 +280,58 @@ fn bench_model_reports_prefill_and_decode() {
     if cfg!(target_os = "linux") {
         assert!(report["peak_rss_bytes"].as_u64().unwrap() > read);
     }
+    // (The fixture is stored f16.) `--dtype f32` doubles what a step reads.
+    assert_eq!(report["dtype"], "f16");
+    let wide = ok_json(&[
+        "bench",
+        "model",
+        "--model",
+        &model,
+        "--prompt-len",
+        "4",
+        "--gen",
+        "2",
+        "--dtype",
+        "f32",
+        "--json",
+    ]);
+    assert_eq!(wide["dtype"], "f32");
+    assert_eq!(wide["weights_read_bytes"].as_u64().unwrap(), 2 * read);
+}
+
+#[test]
+fn dtype_converts_the_weights_and_bad_values_are_usage_errors() {
+    let model = fixture("llama-f32-linear");
+    let greedy = |dtype: &str| {
+        ok_json(&[
+            "generate",
+            "--model",
+            &model,
+            "--tokens",
+            "5,6,7",
+            "-n",
+            "8",
+            "--sampler",
+            "greedy",
+            "--dtype",
+            dtype,
+            "--json",
+        ])["tokens"]
+            .clone()
+    };
+    // The fixture is f32: `auto` and `f32` are the same model; bf16 runs (its tokens may
+    // differ: the weights are rounded).
+    assert_eq!(greedy("auto"), greedy("f32"));
+    assert_eq!(greedy("bf16").as_array().unwrap().len(), 8);
+    let run = sieve(&[
+        "generate", "--model", &model, "--prompt", "x", "--dtype", "int4",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("int4") && run.stderr.contains("bf16"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

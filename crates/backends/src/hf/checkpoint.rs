@@ -20,6 +20,8 @@ use serde_json::Value;
 
 use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
+use crate::dtype::{convert, WeightDtype};
+
 use super::files::{open_regular, stays_inside};
 use super::json::read_json;
 use crate::{Error, Result};
@@ -224,6 +226,8 @@ pub struct Checkpoint {
     /// Bytes of tensor data converted so far, and who to tell (a progress bar).
     progress: Cell<u64>,
     on_progress: Option<Box<dyn Fn(u64, u64)>>,
+    /// The element type weight matrices are handed out in ([`Checkpoint::with_weight_dtype`]).
+    weight_dtype: WeightDtype,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -263,6 +267,7 @@ impl Checkpoint {
                 listing: single,
                 progress: Cell::new(0),
                 on_progress: None,
+                weight_dtype: WeightDtype::Auto,
             });
         }
         let parsed: Index = read_json(&index)?;
@@ -292,6 +297,7 @@ impl Checkpoint {
             listing: index,
             progress: Cell::new(0),
             on_progress: None,
+            weight_dtype: WeightDtype::Auto,
         })
     }
 
@@ -300,6 +306,25 @@ impl Checkpoint {
     pub fn with_progress(mut self, on_progress: impl Fn(u64, u64) + 'static) -> Self {
         self.on_progress = Some(Box::new(on_progress));
         self
+    }
+
+    /// Hands weight matrices ([`Checkpoint::tensor_weights`]) out in `dtype`: converted once
+    /// into memory of their own where it is not the stored one (see [`WeightDtype`]).
+    pub fn with_weight_dtype(mut self, dtype: WeightDtype) -> Self {
+        self.weight_dtype = dtype;
+        self
+    }
+
+    /// The element type [`Checkpoint::tensor_weights`] gives the matrix `name` in (without
+    /// reading it).
+    ///
+    /// # Errors
+    /// As [`Checkpoint::tensor_weights`].
+    pub fn weights_dtype(&self, name: &str, rows: usize, cols: usize) -> Result<KernelDtype> {
+        let (file, info) = self.find(name, &[rows, cols])?;
+        Ok(self
+            .weight_dtype
+            .resolve(kernel_dtype(file, name, &info.dtype)?))
     }
 
     /// Bytes of tensor data in all files.
@@ -360,35 +385,30 @@ impl Checkpoint {
 
     /// The `[rows, cols]` matrix `name` as its bytes in the memory map, in the stored dtype
     /// (`f32`, `bf16` or `f16`): nothing is copied or converted, and the map stays alive as
-    /// long as the returned weights.
+    /// long as the returned weights. With a [`Checkpoint::with_weight_dtype`] other than the
+    /// stored one, the matrix is converted into memory of its own instead.
     ///
     /// # Errors
     /// [`Error::MissingTensor`], [`Error::TensorShape`], or [`Error::TensorDtype`] for a dtype
     /// the kernels do not read, naming the file.
     pub fn tensor_weights(&self, name: &str, rows: usize, cols: usize) -> Result<Weights> {
         let (file, info) = self.find(name, &[rows, cols])?;
-        let dtype = match &info.dtype {
-            Dtype::F32 => KernelDtype::F32,
-            Dtype::BF16 => KernelDtype::Bf16,
-            Dtype::F16 => KernelDtype::F16,
-            Dtype::Other(other) => {
-                return Err(Error::TensorDtype {
-                    path: file.path.clone(),
-                    name: name.to_string(),
-                    found: other.clone(),
-                })
-            }
-        };
+        let stored = kernel_dtype(file, name, &info.dtype)?;
+        let wanted = self.weight_dtype.resolve(stored);
         self.advance(info.end - info.start);
-        let storage: Storage = file.map.clone();
+        let (storage, range): (Storage, _) = if wanted == stored {
+            (file.map.clone(), info.start..info.end)
+        } else {
+            let bytes = convert(&file.map[info.start..info.end], stored, wanted);
+            let len = bytes.len();
+            (std::sync::Arc::new(bytes), 0..len)
+        };
         // `parse_header` checked that the range lies in the file and matches dtype and shape,
         // so this cannot fail; an error would still be reported, not a panic.
-        Weights::new(storage, info.start..info.end, dtype, rows, cols).map_err(|e| {
-            Error::BadTensor {
-                path: file.path.clone(),
-                name: name.to_string(),
-                message: e.to_string(),
-            }
+        Weights::new(storage, range, wanted, rows, cols).map_err(|e| Error::BadTensor {
+            path: file.path.clone(),
+            name: name.to_string(),
+            message: e.to_string(),
         })
     }
 
@@ -424,5 +444,19 @@ impl Checkpoint {
             self.progress.set(self.progress.get() + bytes as u64);
             on_progress(self.progress.get(), self.total_bytes());
         }
+    }
+}
+
+/// The kernels' element type for a tensor stored as `dtype`, or [`Error::TensorDtype`].
+fn kernel_dtype(file: &SafetensorsFile, name: &str, dtype: &Dtype) -> Result<KernelDtype> {
+    match dtype {
+        Dtype::F32 => Ok(KernelDtype::F32),
+        Dtype::BF16 => Ok(KernelDtype::Bf16),
+        Dtype::F16 => Ok(KernelDtype::F16),
+        Dtype::Other(other) => Err(Error::TensorDtype {
+            path: file.path.clone(),
+            name: name.to_string(),
+            found: other.clone(),
+        }),
     }
 }

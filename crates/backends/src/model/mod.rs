@@ -63,8 +63,8 @@ pub struct Model<B: Backend> {
     cache: KvCache<B>,
     /// The sequences of [`BatchModel`], by [`SeqId`]: `None` is a free slot.
     pool: Vec<Option<KvCache<B>>>,
-    /// See [`Model::bytes_per_weight`].
-    bytes_per_weight: usize,
+    /// See [`Model::weights_dtype`].
+    weights_dtype: sieve_kernels::Dtype,
     config: TransformerConfig,
     device: B::Device,
 }
@@ -82,23 +82,20 @@ impl<B: Backend> Model<B> {
         kernels: Kernels,
     ) -> Result<Self> {
         let transformer = config.load(checkpoint, &device, kernels)?;
-        let bytes_per_weight = match kernels {
-            Kernels::Host => checkpoint
-                .tensor_weights(
-                    "model.embed_tokens.weight",
-                    config.vocab_size(),
-                    config.hidden_size(),
-                )?
-                .dtype()
-                .size(),
-            Kernels::Backend => std::mem::size_of::<f32>(),
+        let weights_dtype = match kernels {
+            Kernels::Host => checkpoint.weights_dtype(
+                "model.embed_tokens.weight",
+                config.vocab_size(),
+                config.hidden_size(),
+            )?,
+            Kernels::Backend => sieve_kernels::Dtype::F32,
         };
         let cache = KvCache::new(config.layers.len());
         Ok(Model {
             transformer,
             cache,
             pool: Vec::new(),
-            bytes_per_weight,
+            weights_dtype,
             config,
             device,
         })
@@ -109,11 +106,16 @@ impl<B: Backend> Model<B> {
         &self.config
     }
 
-    /// Bytes each weight of the matrices takes in memory: the checkpoint's dtype on the host
-    /// kernels (which read the memory-mapped bytes in place), 4 on a backend's own kernels
-    /// (widened to `f32` on load).
+    /// The element type the weight matrices are kept in: the checkpoint's (or `--dtype`'s)
+    /// on the host kernels, which read it in place; `f32` on a backend's own kernels
+    /// (widened on load).
+    pub fn weights_dtype(&self) -> sieve_kernels::Dtype {
+        self.weights_dtype
+    }
+
+    /// Bytes one weight takes in memory: the size of [`Model::weights_dtype`].
     pub fn bytes_per_weight(&self) -> usize {
-        self.bytes_per_weight
+        self.weights_dtype.size()
     }
 
     /// The device the weights live on.

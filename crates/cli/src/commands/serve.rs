@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
+    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<String>,
     /// Require `Authorization: Bearer KEY` on every route but /health and /metrics
     #[arg(long = "api-key", value_name = "KEY")]
     pub api_key: Option<String>,
@@ -84,6 +88,7 @@ pub struct ServeArgs {
 /// model does not load.
 pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
+    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
     if let Some(text) = &args.sampler {
         pipeline::check(text, &registry)?;
     }
@@ -130,7 +135,10 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
         prefill_chunk: args.prefill_chunk,
     };
     let detokenizer: Arc<dyn Detokenize + Send + Sync> = tokenizer;
-    let load = move || dir.load(backend).map_err(|e| Box::new(e) as BoxError);
+    let load = move || {
+        dir.load_with_progress(backend, dtype, |_, _| {})
+            .map_err(|e| Box::new(e) as BoxError)
+    };
     let scheduler = Scheduler::start(load, detokenizer, Some(vocab), config)
         .map_err(|e| Failure::Runtime(e.into()))?;
     let defaults = Defaults {

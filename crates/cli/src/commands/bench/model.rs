@@ -43,6 +43,10 @@ pub struct BenchModelArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
+    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<String>,
     /// Threads the model computes on and the bandwidth is measured with (default: one per core)
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -128,6 +132,8 @@ pub struct ModelReport {
     pub decode_vs_floor: f64,
     /// Threads the model computed on, and the bandwidth was measured with.
     pub threads: usize,
+    /// The element type the weight matrices were kept in (`--dtype`, resolved).
+    pub dtype: String,
     /// Seconds to load the weights (directory already read).
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub load_s: f64,
@@ -159,6 +165,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => Vec::new(),
     };
     let backend = model::backend(args.backend.as_deref())?;
+    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
     model::threads(args.threads)?;
     let files = model::open_files(Some(&args.model))?;
     let draft_tokens = match (&args.draft, args.lookup) {
@@ -180,7 +187,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => None,
     };
     let t = std::time::Instant::now();
-    let mut open = model::load(files, backend)?;
+    let mut open = model::load(files, backend, dtype)?;
     let load_s = t.elapsed().as_secs_f64();
     let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
     if args.prompt_len + args.generate > context {
@@ -242,7 +249,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let speculative = match draft_tokens {
         Some(k) => {
             let mut draft = match draft_files {
-                Some(files) => Some(model::load(files, backend)?),
+                Some(files) => Some(model::load(files, backend, dtype)?),
                 None => None,
             };
             Some(compare_speculative(
@@ -271,6 +278,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_floor_ms,
         decode_vs_floor: decode.median / decode_floor_ms,
         threads,
+        dtype: open.model.weights_dtype().to_string(),
         load_s,
         peak_rss_bytes,
         batches,
@@ -285,9 +293,10 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         let mut text = String::new();
         let _ = writeln!(
             text,
-            "model:    {} ({} backend)",
+            "model:    {} ({} backend, {} weights)",
             args.model.display(),
-            report.backend
+            report.backend,
+            report.dtype
         );
         let _ = writeln!(
             text,

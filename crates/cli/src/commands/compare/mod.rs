@@ -66,6 +66,10 @@ pub struct CompareArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
+    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
+    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<String>,
     /// Print the report as JSON instead of a table
     #[arg(long)]
     pub json: bool,
@@ -142,6 +146,7 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
+    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
     for text in &args.sampler {
         pipeline::check(text, registry)?;
     }
@@ -160,7 +165,7 @@ pub fn run(
         encoded.push(ids);
     }
     let samples = usize::try_from(args.samples).unwrap_or(usize::MAX);
-    let mut open = model::load(files, backend)?;
+    let mut open = model::load(files, backend, dtype)?;
     let mut reports = Vec::with_capacity(args.sampler.len());
     for text in &args.sampler {
         let mut runs: Vec<Vec<Generation>> = Vec::with_capacity(encoded.len());

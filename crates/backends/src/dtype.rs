@@ -1,0 +1,146 @@
+//! `--dtype`: the element type the linear layers' weights are kept in, [`WeightDtype`].
+//!
+//! On the CPU backends a weight matrix is multiplied where it lies, in its own element type
+//! (`sieve-kernels` widens `bf16`/`f16` to `f32` in registers and accumulates in `f32`), so
+//! the default, [`WeightDtype::Auto`], keeps what the checkpoint holds: a `bf16` checkpoint
+//! stays `bf16` in memory, half the bytes a decode step reads. The other choices convert the
+//! matrices once, at load, into memory of their own:
+//!
+//! - `f32` widens `bf16`/`f16` exactly: the logits are bit for bit those of `auto` (the kernels
+//!   widen the same values), at twice the memory and bandwidth. It exists for comparisons.
+//! - `bf16` and `f16` narrow with round-to-nearest-even, as PyTorch's `.to(torch.bfloat16)`
+//!   does, so the weights equal a checkpoint saved in that dtype by transformers; the logits
+//!   then differ from `f32` by the rounding of the weights (the README states the tolerance
+//!   measured against transformers in `bf16`).
+//!
+//! Norm weights, biases and everything computed stay `f32`. On CUDA the model computes in
+//! `f32` tensors: only `auto` and `f32` are accepted there.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sieve_kernels::Dtype as KernelDtype;
+
+/// The element type of the weight matrices in memory (see the [module](self) docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightDtype {
+    /// The checkpoint's own (`f32`, `bf16` or `f16`).
+    #[default]
+    Auto,
+    /// `f32`.
+    F32,
+    /// `bf16`.
+    Bf16,
+    /// IEEE `f16`.
+    F16,
+}
+
+impl WeightDtype {
+    /// The kernels' element type for a matrix stored as `stored`.
+    pub fn resolve(self, stored: KernelDtype) -> KernelDtype {
+        match self {
+            WeightDtype::Auto => stored,
+            WeightDtype::F32 => KernelDtype::F32,
+            WeightDtype::Bf16 => KernelDtype::Bf16,
+            WeightDtype::F16 => KernelDtype::F16,
+        }
+    }
+
+    /// The name `--dtype` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightDtype::Auto => "auto",
+            WeightDtype::F32 => "f32",
+            WeightDtype::Bf16 => "bf16",
+            WeightDtype::F16 => "f16",
+        }
+    }
+}
+
+impl fmt::Display for WeightDtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a weight dtype.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dtype `{0}`; expected one of: auto, f32, bf16, f16")]
+pub struct UnknownDtype(pub String);
+
+impl FromStr for WeightDtype {
+    type Err = UnknownDtype;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(WeightDtype::Auto),
+            "f32" | "float32" => Ok(WeightDtype::F32),
+            "bf16" | "bfloat16" => Ok(WeightDtype::Bf16),
+            "f16" | "float16" => Ok(WeightDtype::F16),
+            _ => Err(UnknownDtype(s.to_string())),
+        }
+    }
+}
+
+/// `bytes` (little-endian elements of `from`) as little-endian elements of `to`: widening is
+/// exact, narrowing rounds to nearest, ties to even (NaN stays NaN, overflow becomes ±inf).
+pub(crate) fn convert(bytes: &[u8], from: KernelDtype, to: KernelDtype) -> Vec<u8> {
+    let count = bytes.len() / from.size();
+    let mut out = Vec::with_capacity(count * to.size());
+    for i in 0..count {
+        let x = from.get(bytes, i);
+        match to {
+            KernelDtype::F32 => out.extend_from_slice(&x.to_le_bytes()),
+            KernelDtype::Bf16 => out.extend_from_slice(&half::bf16::from_f32(x).to_le_bytes()),
+            KernelDtype::F16 => out.extend_from_slice(&half::f16::from_f32(x).to_le_bytes()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print() {
+        for d in [
+            WeightDtype::Auto,
+            WeightDtype::F32,
+            WeightDtype::Bf16,
+            WeightDtype::F16,
+        ] {
+            assert_eq!(d.name().parse::<WeightDtype>(), Ok(d));
+        }
+        assert_eq!("BFloat16".parse::<WeightDtype>(), Ok(WeightDtype::Bf16));
+        let e = "int8".parse::<WeightDtype>().unwrap_err();
+        assert!(e.to_string().contains("int8") && e.to_string().contains("bf16"));
+    }
+
+    #[test]
+    fn narrowing_rounds_to_nearest_even_and_widening_is_exact() {
+        // 1 + 2^-8 is halfway between two bf16 values: ties to even (1.0); 1 + 3·2^-9 rounds
+        // up to 1 + 2^-7.
+        let xs = [
+            1.0f32 + 2f32.powi(-8),
+            1.0 + 3.0 * 2f32.powi(-9),
+            -0.0,
+            f32::NAN,
+        ];
+        let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let narrow = convert(&bytes, KernelDtype::F32, KernelDtype::Bf16);
+        let back = convert(&narrow, KernelDtype::Bf16, KernelDtype::F32);
+        let got: Vec<f32> = back
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(got[0], 1.0);
+        assert_eq!(got[1], 1.0 + 2f32.powi(-7));
+        assert!(got[2] == 0.0 && got[2].is_sign_negative());
+        assert!(got[3].is_nan());
+        // Widening then narrowing gives the bf16 bytes back.
+        assert_eq!(convert(&back, KernelDtype::F32, KernelDtype::Bf16), narrow);
+        let f16 = convert(&bytes, KernelDtype::F32, KernelDtype::F16);
+        assert_eq!(KernelDtype::F16.get(&f16, 1), 1.0 + 2f32.powi(-8)); // exact in f16
+    }
+}
