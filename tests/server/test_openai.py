@@ -158,6 +158,17 @@ class Completions(unittest.TestCase):
             self.assertEqual(choice.index, i)
             self.assertEqual(choice.text, want)
 
+    def test_a_list_of_prompts(self):
+        prompts = [PROMPT, "The cat"]
+        r = self.client.completions.create(
+            model="embedded", prompt=prompts, max_tokens=8, seed=5, n=2
+        )
+        self.assertEqual(len(r.choices), 4)
+        for choice in r.choices:
+            prompt, j = prompts[choice.index // 2], choice.index % 2
+            want = generate("--prompt", prompt, "-n", "8", "--seed", str(5 + j))
+            self.assertEqual(choice.text, want)
+
     def test_logprobs(self):
         r = self.client.completions.create(
             model="embedded",
