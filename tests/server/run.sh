@@ -11,9 +11,9 @@ cd "$(dirname "$0")/../.."
 
 if [[ -z "${SIEVE:-}" ]]; then
     cargo build --quiet -p sieve-cli
-    SIEVE=target/debug/sieve
+    SIEVE="${CARGO_TARGET_DIR:-target}/debug/sieve"
 fi
-VENV=target/server-test-venv
+VENV="${CARGO_TARGET_DIR:-target}/server-test-venv"
 if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi
