@@ -1,7 +1,15 @@
 //! Vectorizable kernels over logit slices: the maximum, a fast `exp`, and the sum of
 //! exponentials. Written as fixed-width lane loops that LLVM turns into SIMD on the baseline
-//! target (SSE2 on x86-64, NEON on aarch64), so they need no `std`; the only `unsafe` is the
-//! AVX2 kernel of [`scan_at_least`], allowed there alone (the crate denies `unsafe_code`).
+//! target (SSE2 on x86-64, NEON on aarch64), so they need no `std`. The only `unsafe` is the
+//! AVX2 kernels of [`scan_at_least`] and [`positions_at_least`] and the `set_len` of the
+//! weights kernels, allowed there alone (the crate denies `unsafe_code`).
+//!
+//! No result depends on the target: every kernel does the same `f32` operations per value in
+//! the same order (there is no fused multiply-add unless written, and none is), and every sum
+//! adds in a fixed order, whatever width the compiler vectorizes to.
+
+use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 /// Number of independent lanes the kernels accumulate in.
 const LANES: usize = 8;
@@ -36,7 +44,35 @@ pub fn max(xs: &[f32]) -> f32 {
             *a = if x > *a { x } else { *a };
         }
     }
-    // Fold the lanes pairwise (each step vectorizes), then the tail.
+    fold_max(acc, tail)
+}
+
+/// The largest value of `xs` (`-inf` for an empty slice) if no value is NaN or `+inf`
+/// (`-inf` is fine), else `None`: [`max`] and the check of [`none_nan_or_pos_inf`] in one read.
+///
+/// The check rides on a sum: a NaN makes the lane sums NaN and a `+inf` makes them `+inf` or
+/// NaN, while finite values and `-inf` leave them below `+inf` or at `-inf`. Only finite values
+/// whose sum overflows raise a false alarm, which a second, exact pass then clears.
+pub fn max_if_clean(xs: &[f32]) -> Option<f32> {
+    let mut acc = [f32::NEG_INFINITY; MAX_LANES];
+    let mut sum = [0.0f32; MAX_LANES];
+    let chunks = xs.chunks_exact(MAX_LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for i in 0..MAX_LANES {
+            let x = chunk[i];
+            sum[i] += x;
+            acc[i] = if x > acc[i] { x } else { acc[i] };
+        }
+    }
+    let total = sum.iter().chain(tail).fold(0.0f32, |s, &x| s + x);
+    let clean = total < f32::INFINITY || total == f32::NEG_INFINITY;
+    (clean || xs.iter().all(|&x| x < f32::INFINITY)).then(|| fold_max(acc, tail))
+}
+
+/// The largest of the lanes and the tail: the lanes folded pairwise (each step vectorizes).
+#[inline(always)]
+fn fold_max(mut acc: [f32; MAX_LANES], tail: &[f32]) -> f32 {
     let mut width = MAX_LANES / 2;
     while width > 0 {
         for i in 0..width {
@@ -54,20 +90,22 @@ pub fn max(xs: &[f32]) -> f32 {
     m
 }
 
-/// Whether no value of `xs` is NaN or `+inf` (`-inf` is fine): one read in lane loops that
-/// vectorize (a running maximum of a 0/1 flag per lane).
+/// Whether no value of `xs` is NaN or `+inf` (`-inf` is fine): one vectorized read
+/// ([`max_if_clean`]).
 pub fn none_nan_or_pos_inf(xs: &[f32]) -> bool {
-    let mut flag = [0.0f32; MAX_LANES];
-    let chunks = xs.chunks_exact(MAX_LANES);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for i in 0..MAX_LANES {
-            let bad = if chunk[i] < f32::INFINITY { 0.0 } else { 1.0 };
-            flag[i] = if bad > flag[i] { bad } else { flag[i] };
-        }
-    }
-    flag.iter().all(|&f| f == 0.0) && tail.iter().all(|&x| x < f32::INFINITY)
+    max_if_clean(xs).is_some()
 }
+
+/// `1.5 · 2^23`: adding it to a float of magnitude below `2^22` rounds that to an integer `n`,
+/// which then sits in the low bits of the sum; the low 9 bits of the sum's own bits are zero,
+/// so `sum.to_bits() << 23` is `n << 23`, `n` moved into the exponent field.
+const ROUND: f32 = 12_582_912.0;
+
+/// `log₂ e`.
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+
+/// Above this, [`exp`] overflows.
+const EXP_HIGH: f32 = 88.3;
 
 /// `e^x` for `f32`, accurate to about 2 ulp on the range where the result is a normal number,
 /// exactly `0` below −87.3 (so `-inf` gives `0`), `inf` above 88.3. Cephes-style: split
@@ -76,14 +114,27 @@ pub fn none_nan_or_pos_inf(xs: &[f32]) -> bool {
 /// the bits of the rounding sum), so loops over it vectorize.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
-    const LOG2E: f32 = core::f32::consts::LOG2_E;
+    if x > EXP_HIGH {
+        f32::INFINITY
+    } else {
+        exp_up_to_high(x)
+    }
+}
+
+/// [`exp`] without its overflow test: the same value for every `x ≤ 88.3` (and NaN), `e^88.3`
+/// for larger `x`. Softmax exponents `(l − max)·scale` are never positive, so the weights
+/// kernel skips the test.
+#[inline(always)]
+fn exp_up_to_high(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
-    const ROUND_BITS: u32 = 0x4B40_0000; // the bits of ROUND; the integer sits in the low bits
     const LOW: f32 = -87.3;
-    const HIGH: f32 = 88.3;
-    let clamped = x.clamp(LOW, HIGH);
+    let clamped = if x > LOW { x } else { LOW };
+    let clamped = if clamped < EXP_HIGH {
+        clamped
+    } else {
+        EXP_HIGH
+    };
     let shifted = clamped * LOG2E + ROUND;
     let n = shifted - ROUND;
     let r = clamped - n * LN2_HI - n * LN2_LO;
@@ -95,41 +146,169 @@ pub fn exp(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let e_r = p * r2 + r + 1.0;
-    let n_int = shifted.to_bits().wrapping_sub(ROUND_BITS);
-    let pow2n = f32::from_bits(n_int.wrapping_add(127) << 23);
+    // n ∈ [−126, 127]: the exponent field n + 127 of 2^n is in range.
+    let pow2n = f32::from_bits((shifted.to_bits() << 23).wrapping_add(1.0f32.to_bits()));
     let y = e_r * pow2n;
-    let y = if x >= LOW { y } else { 0.0 }; // NaN too
-
-    if x > HIGH {
-        f32::INFINITY
-    } else {
+    if x >= LOW {
         y
+    } else {
+        0.0 // NaN too
     }
 }
 
-/// Writes `out[i] = e^((xs[i] − shift)·scale)` and returns the sum of the outputs (per block
-/// of 1024: the exponentials in one vectorized loop, then their sum in 8 `f32` lanes; the block
-/// sums are added in `f64`). The order of additions is fixed, so the result is the same on
+/// `2^f` for `|f| ≤ 1/2`: the degree-5 polynomial `1 + c₁f + … + c₅f⁵` closest to `2^f` in
+/// relative error (at most 9.2e-8; below 2e-7 evaluated in `f32` by Horner's rule, as here),
+/// exactly 1 at `f = 0`. Coefficients: a Lawson (iteratively reweighted least squares) fit of
+/// the relative error on 20 001 points of `[−1/2, 1/2]`.
+#[inline(always)]
+fn pow2_fraction(f: f32) -> f32 {
+    // The fit's own c₁, a little below ln 2 (that is the minimax trade), not a rounded ln 2.
+    #[allow(clippy::approx_constant)]
+    const C: [f32; 5] = [
+        0.693_147,
+        0.240_222_42,
+        0.055_507_336,
+        0.009_671_513,
+        0.001_326_472_8,
+    ];
+    let p = C[4];
+    let p = p * f + C[3];
+    let p = p * f + C[2];
+    let p = p * f + C[1];
+    let p = p * f + C[0];
+    p * f + 1.0
+}
+
+/// Writes the softmax weights `out[i] = e^((xs[i] − shift)·scale)` ([`exp`]) and returns their
+/// sum: `shift` is the largest of `xs` and `scale > 0`, so every exponent is `≤ 0` (an
+/// exponent above 88.3 would give `e^88.3`, not `inf`).
+///
+/// Per block of 1024 values: the weights in one vectorized loop that also adds them into
+/// 8 `f32` lanes (lane `j` takes the values at `j mod 8`, in order); the lanes, then any
+/// values past the last multiple of 8, are added in order; the block sums are added in
+/// `f64`. The operations and the order of additions are fixed, so the result is the same on
 /// every machine.
 ///
 /// # Panics
 /// If `out` is shorter than `xs`.
 pub fn exp_shifted_into(xs: &[f32], shift: f32, scale: f32, out: &mut [f32]) -> f64 {
-    let out = &mut out[..xs.len()];
+    weights_kernel(xs, &mut out[..xs.len()], |x| {
+        exp_up_to_high((x - shift) * scale)
+    })
+}
+
+/// [`exp_shifted_into`] into a vector, whose contents it replaces (without first zeroing
+/// them, as resizing would).
+pub fn exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>) -> f64 {
+    weights_to_vec(xs, out, |x| exp_up_to_high((x - shift) * scale))
+}
+
+/// Like [`exp_shifted_to_vec`], about 1.5 times as fast and a little less exact: for
+/// deciding on mass (where `top_p` cuts), not for the probabilities. Zero above `shift`
+/// (the exponent is taken as 0 there).
+///
+/// Each weight is `2^t` with `t = (x − shift)·(scale·log₂e)`: `t = n + f`, `2^f` by
+/// a degree-5 polynomial, `n` added to the exponent bits; `0` for `t < −125`. That is about 20
+/// operations a value instead of 30, as `t` is not split against `ln 2` the way [`exp`]
+/// splits `x`: the rounding of `t` then adds a relative error of about `|t|·1e-7`, so a
+/// weight is within about `(2 + |t|)·1e-7` of `e^((x − shift)·scale)` (2e-7 near the
+/// maximum, where the mass is; the exponent's own rounding makes any `f32` softmax about as
+/// far off out in the tail). The same operations and order of additions as
+/// [`exp_shifted_into`], so the same result on every machine.
+pub fn fast_exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>) -> f64 {
+    let per_unit = scale * LOG2E;
+    weights_to_vec(xs, out, |x| {
+        let exponent = (x - shift) * per_unit;
+        let t = if exponent < 0.0 { exponent } else { 0.0 };
+        let shifted = t + ROUND;
+        let f = t - (shifted - ROUND);
+        let y = f32::from_bits(
+            pow2_fraction(f)
+                .to_bits()
+                .wrapping_add(shifted.to_bits() << 23),
+        );
+        if exponent >= -125.0 {
+            y
+        } else {
+            0.0 // NaN (`0 · -inf`) too
+        }
+    })
+}
+
+/// [`weights_kernel`] into a vector, whose contents it replaces without first zeroing them.
+#[allow(unsafe_code)] // `set_len` over the slots the kernel has just written
+#[inline(always)]
+fn weights_to_vec(xs: &[f32], out: &mut Vec<f32>, weight: impl Fn(f32) -> f32) -> f64 {
+    out.clear();
+    out.reserve(xs.len());
+    let total = weights_kernel(xs, &mut out.spare_capacity_mut()[..xs.len()], weight);
+    // SAFETY: the capacity is at least `xs.len()` and the kernel wrote each of the first
+    // `xs.len()` slots.
+    unsafe { out.set_len(xs.len()) };
+    total
+}
+
+/// A slot the weights kernel writes into: an `f32`, or a not yet initialized one.
+trait Slot {
+    fn put(&mut self, value: f32);
+}
+impl Slot for f32 {
+    #[inline(always)]
+    fn put(&mut self, value: f32) {
+        *self = value;
+    }
+}
+impl Slot for MaybeUninit<f32> {
+    #[inline(always)]
+    fn put(&mut self, value: f32) {
+        self.write(value);
+    }
+}
+
+/// Writes `out[i] = weight(xs[i])` (`out` as long as `xs`) and returns the sum, in the order
+/// [`exp_shifted_into`] documents.
+#[inline(always)]
+fn weights_kernel<S: Slot>(xs: &[f32], out: &mut [S], weight: impl Fn(f32) -> f32) -> f64 {
     let mut total = 0.0f64;
     for (xb, ob) in xs.chunks(1024).zip(out.chunks_mut(1024)) {
-        // 32 at a time: four independent 8-wide chains, so the polynomial's latency overlaps.
-        let mut xc = xb.chunks_exact(32);
-        let mut oc = ob.chunks_exact_mut(32);
-        for (x32, o32) in (&mut xc).zip(&mut oc) {
-            for i in 0..32 {
-                o32[i] = exp((x32[i] - shift) * scale);
+        let mut acc = [0.0f32; LANES];
+        // 16 at a time: two independent 8-wide chains, so the polynomial's latency overlaps.
+        let mut xc = xb.chunks_exact(2 * LANES);
+        let mut oc = ob.chunks_exact_mut(2 * LANES);
+        for (x16, o16) in (&mut xc).zip(&mut oc) {
+            let e: [f32; 2 * LANES] = core::array::from_fn(|i| weight(x16[i]));
+            for i in 0..2 * LANES {
+                o16[i].put(e[i]);
+            }
+            for i in 0..LANES {
+                acc[i] += e[i];
+            }
+            for i in 0..LANES {
+                acc[i] += e[LANES + i];
             }
         }
-        for (o, &x) in oc.into_remainder().iter_mut().zip(xc.remainder()) {
-            *o = exp((x - shift) * scale);
+        let (xr, or) = (xc.remainder(), oc.into_remainder());
+        let whole = xr.len() / LANES * LANES;
+        for (x8, o8) in xr[..whole]
+            .chunks_exact(LANES)
+            .zip(or.chunks_exact_mut(LANES))
+        {
+            for i in 0..LANES {
+                let e = weight(x8[i]);
+                o8[i].put(e);
+                acc[i] += e;
+            }
         }
-        total += sum(ob) as f64;
+        let mut block = 0.0f32;
+        for &a in &acc {
+            block += a;
+        }
+        for (o, &x) in or[whole..].iter_mut().zip(&xr[whole..]) {
+            let e = weight(x);
+            o.put(e);
+            block += e;
+        }
+        total += block as f64;
     }
     total
 }
@@ -151,54 +330,191 @@ pub fn sum(xs: &[f32]) -> f32 {
     total
 }
 
-/// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order (see
-/// [`scan_at_least`]).
-pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut alloc::vec::Vec<u32>) {
-    scan_at_least(xs, t, &mut |start, mut mask| {
-        while mask != 0 {
-            out.push(base + (start + mask.trailing_zeros() as usize) as u32);
-            mask &= mask - 1;
-        }
+/// Values per block of [`scan_at_least`] and [`positions_at_least`].
+pub const SCAN_BLOCK: usize = 32;
+
+/// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order (`xs` at most
+/// `u32::MAX` long).
+///
+/// With AVX2 (x86-64-v3 builds) a block of [`SCAN_BLOCK`] values without a hit costs eight
+/// compares and one test; in a block with hits, each group of 8 is packed without a branch
+/// (the positions of its hits moved to the front of a vector by a shuffle from a table,
+/// stored, the end advanced by their count), so many hits cost no mispredicted branches
+/// either. Elsewhere a portable loop gives the same positions.
+#[allow(unsafe_code)] // the AVX2 kernel below; the portable loop is safe code
+pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    {
+        // SAFETY: compiled only when the whole build targets AVX2, as for `scan_at_least`.
+        unsafe { avx2::positions_at_least(xs, t, base, out) }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+    scan_at_least(xs, t, |positions| {
+        out.extend(positions.iter().map(|&i| base.wrapping_add(i)));
         t
     });
 }
 
-/// Scans `xs` in groups of 8 for values at or above a threshold: for each group holding one,
-/// calls `on_hits(start, mask)` (bit `j` of `mask` set where `xs[start + j] >= threshold`),
-/// which returns the threshold for the rest of the scan (a running top-k raises it).
+/// Scans `xs` (at most `u32::MAX` long) for values at or above a threshold, a block of
+/// [`SCAN_BLOCK`] at a time: for each block holding one, calls `on_hits(positions)` with the
+/// positions in `xs` of the block's values at or above the current threshold, increasing;
+/// `on_hits` returns the threshold for the rest of the scan (a running top-k raises it).
 ///
-/// With AVX2 (x86-64-v3 builds) a group is one compare and one mask extraction, and
-/// `on_hits` is called out of line, so a scan with few hits runs at the speed of reading;
-/// elsewhere a portable loop does the same.
+/// With AVX2 (x86-64-v3 builds) a block without a hit costs eight compares and one test, and
+/// a block with hits has them packed without a branch (as in [`positions_at_least`]), so a
+/// scan runs at about the speed of reading plus one call per block with hits; elsewhere a
+/// portable loop makes the same calls.
 #[allow(unsafe_code)] // the AVX2 kernel below; the portable loop is safe code
-pub fn scan_at_least(xs: &[f32], threshold: f32, on_hits: &mut dyn FnMut(usize, u32) -> f32) {
+pub fn scan_at_least(xs: &[f32], threshold: f32, mut on_hits: impl FnMut(&[u32]) -> f32) {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
     {
         // SAFETY: this branch is compiled only when the whole build targets AVX2
         // (`target_feature = "avx2"`), so the CPU running it has the instructions.
-        unsafe { avx2::scan_at_least(xs, threshold, on_hits) }
+        unsafe { avx2::scan_at_least(xs, threshold, &mut on_hits) }
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
     {
         let mut t = threshold;
-        for (g, group) in xs.chunks(8).enumerate() {
-            let mut mask = 0u32;
-            for (j, &x) in group.iter().enumerate() {
-                mask |= ((x >= t) as u32) << j;
+        let mut hits = [0u32; SCAN_BLOCK];
+        for (b, block) in xs.chunks(SCAN_BLOCK).enumerate() {
+            let mut n = 0;
+            for (j, &x) in block.iter().enumerate() {
+                hits[n] = (b * SCAN_BLOCK + j) as u32;
+                n += usize::from(x >= t);
             }
-            if mask != 0 {
-                t = on_hits(g * 8, mask);
+            if n > 0 {
+                t = on_hits(&hits[..n]);
             }
         }
     }
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-#[allow(unsafe_code)] // the documented vectorized kernel: unaligned loads within bounds
+#[allow(unsafe_code)] // the documented vectorized kernels: unaligned loads and stores in bounds
 mod avx2 {
+    use super::SCAN_BLOCK as BLOCK;
+    use alloc::vec::Vec;
     use core::arch::x86_64::{
-        _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps, _CMP_GE_OQ,
+        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_cmp_ps, _mm256_cvtepu8_epi32,
+        _mm256_loadu_ps, _mm256_max_ps, _mm256_movemask_ps, _mm256_permutevar8x32_epi32,
+        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32, _mm256_storeu_si256, _mm_loadl_epi64,
+        _CMP_GE_OQ, _CMP_NLT_UQ,
     };
+
+    /// For each 8-bit mask, the indices of its set bits in increasing order, then zeros: the
+    /// shuffle that packs a group's hits to the front.
+    static PACK: [[u8; 8]; 256] = {
+        let mut table = [[0u8; 8]; 256];
+        let mut mask = 0;
+        while mask < 256 {
+            let (mut bit, mut k) = (0, 0);
+            while bit < 8 {
+                if mask & (1 << bit) != 0 {
+                    table[mask][k] = bit as u8;
+                    k += 1;
+                }
+                bit += 1;
+            }
+            mask += 1;
+        }
+        table
+    };
+
+    /// The 8 values at `p` compared with `tv`: all ones where `≥`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and `p` must point to 8 readable `f32`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn ge8(p: *const f32, tv: __m256) -> __m256 {
+        // SAFETY: the caller's promise.
+        _mm256_cmp_ps::<_CMP_GE_OQ>(unsafe { _mm256_loadu_ps(p) }, tv)
+    }
+
+    /// Whether any of the [`BLOCK`] values at `p` may be `≥ tv`: their maximum, folded from
+    /// the last group to the first, compared once. `_mm256_max_ps(a, b)` returns `b` when
+    /// either is NaN, so a NaN in the last group reaches the maximum (and counts as a
+    /// possible hit, which the exact per-group compares then reject) while any other NaN is
+    /// passed over: a block with a value `≥ tv` is never missed.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and `p` must point to [`BLOCK`] readable `f32`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn any_ge(p: *const f32, tv: __m256) -> bool {
+        // SAFETY: the caller's promise; every `p + 8g` (g < BLOCK / 8) starts 8 readable `f32`.
+        let load = |g: usize| unsafe { _mm256_loadu_ps(p.add(8 * g)) };
+        let groups = BLOCK / 8;
+        let mut max = load(groups - 1);
+        for g in (0..groups - 1).rev() {
+            max = _mm256_max_ps(load(g), max);
+        }
+        _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(max, tv)) != 0
+    }
+
+    /// Writes `first + j` for each `j` with `p[j] ≥ tv` (`j < BLOCK`), in order, from `dst`
+    /// on, and returns how many: per group of 8, one compare, a shuffle from [`PACK`], one
+    /// store of 8, no branch. Up to [`BLOCK`] slots from `dst` are written, garbage past the
+    /// count.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, `p` must point to [`BLOCK`] readable `f32`, and `dst` to
+    /// [`BLOCK`] writable `u32`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn pack(p: *const f32, first: u32, tv: __m256, dst: *mut u32) -> usize {
+        let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mut n = 0;
+        for g in (0..BLOCK).step_by(8) {
+            // SAFETY: the caller's promise: `p + g` starts 8 readable `f32`; `n + 8 ≤ g + 8 ≤
+            // BLOCK`, so the 8 `u32` stored at `dst + n` are writable; `PACK[mask]` is 8
+            // bytes.
+            unsafe {
+                let mask = _mm256_movemask_ps(ge8(p.add(g), tv)) as usize;
+                let at =
+                    _mm256_add_epi32(_mm256_set1_epi32(first.wrapping_add(g as u32) as i32), iota);
+                let order = _mm_loadl_epi64(PACK[mask].as_ptr().cast::<__m128i>());
+                let packed = _mm256_permutevar8x32_epi32(at, _mm256_cvtepu8_epi32(order));
+                _mm256_storeu_si256(dst.add(n).cast::<__m256i>(), packed);
+                n += mask.count_ones() as usize;
+            }
+        }
+        n
+    }
+
+    /// See [`super::positions_at_least`].
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
+        let tv = _mm256_set1_ps(t);
+        let p = xs.as_ptr();
+        let whole = xs.len() / BLOCK * BLOCK;
+        for i in (0..whole).step_by(BLOCK) {
+            // SAFETY: `i + BLOCK <= whole <= xs.len()`: the block lies within `xs`; the
+            // reserve makes room for `pack`'s writes past the end; `set_len` keeps the old
+            // elements and the hits just written.
+            unsafe {
+                if any_ge(p.add(i), tv) {
+                    out.reserve(BLOCK);
+                    let len = out.len();
+                    let n = pack(
+                        p.add(i),
+                        base.wrapping_add(i as u32),
+                        tv,
+                        out.as_mut_ptr().add(len),
+                    );
+                    out.set_len(len + n);
+                }
+            }
+        }
+        for (j, &x) in xs.iter().enumerate().skip(whole) {
+            if x >= t {
+                out.push(base.wrapping_add(j as u32));
+            }
+        }
+    }
 
     /// See [`super::scan_at_least`].
     ///
@@ -208,28 +524,34 @@ mod avx2 {
     pub(super) unsafe fn scan_at_least(
         xs: &[f32],
         threshold: f32,
-        on_hits: &mut dyn FnMut(usize, u32) -> f32,
+        on_hits: &mut impl FnMut(&[u32]) -> f32,
     ) {
         let mut t = threshold;
         let mut tv = _mm256_set1_ps(t);
-        let whole = xs.len() / 8 * 8;
-        let mut i = 0;
-        while i < whole {
-            // SAFETY: `i + 8 <= whole <= xs.len()`, so the unaligned load reads 8 `f32` of `xs`.
-            let v = unsafe { _mm256_loadu_ps(xs.as_ptr().add(i)) };
-            let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(v, tv)) as u32;
-            if mask != 0 {
-                t = on_hits(i, mask);
-                tv = _mm256_set1_ps(t);
+        let mut hits = [0u32; BLOCK];
+        let p = xs.as_ptr();
+        let whole = xs.len() / BLOCK * BLOCK;
+        for i in (0..whole).step_by(BLOCK) {
+            // SAFETY: `i + BLOCK <= whole <= xs.len()`: the block lies within `xs`, and
+            // `hits` holds BLOCK slots.
+            unsafe {
+                if any_ge(p.add(i), tv) {
+                    // None after all if the block's possible hit was a NaN.
+                    let n = pack(p.add(i), i as u32, tv, hits.as_mut_ptr());
+                    if n > 0 {
+                        t = on_hits(&hits[..n]);
+                        tv = _mm256_set1_ps(t);
+                    }
+                }
             }
-            i += 8;
         }
-        let mut mask = 0u32;
-        for (j, &x) in xs[whole..].iter().enumerate() {
-            mask |= ((x >= t) as u32) << j;
+        let mut n = 0;
+        for (j, &x) in xs.iter().enumerate().skip(whole) {
+            hits[n] = j as u32;
+            n += usize::from(x >= t);
         }
-        if mask != 0 {
-            on_hits(whole, mask);
+        if n > 0 {
+            on_hits(&hits[..n]);
         }
     }
 }
@@ -271,6 +593,17 @@ mod tests {
             assert!(!none_nan_or_pos_inf(&ys), "{bad} at {at}");
         }
         assert!(none_nan_or_pos_inf(&[]));
+        // Finite values whose sum overflows (a false alarm of the fast check) are clean.
+        let big = alloc::vec![f32::MAX; 100];
+        assert_eq!(max_if_clean(&big), Some(f32::MAX));
+        let mut ys = big.clone();
+        ys[50] = f32::NEG_INFINITY;
+        assert_eq!(max_if_clean(&ys), Some(f32::MAX));
+        assert_eq!(max_if_clean(&xs), Some(0.5));
+        assert_eq!(
+            max_if_clean(&[f32::NEG_INFINITY; 40]),
+            Some(f32::NEG_INFINITY)
+        );
     }
 
     #[test]
@@ -304,5 +637,138 @@ mod tests {
         let direct: f64 = out.iter().map(|&e| e as f64).sum();
         assert!((total - direct).abs() / direct < 1e-6);
         assert!((out[0] as f64 - (-1.6f64).exp()).abs() < 1e-7);
+    }
+
+    /// Values from a fixed xorshift stream in `[-8, 8)`, with some NaN, `±inf` and repeats.
+    fn assorted(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed | 1;
+        (0..n)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                match state % 97 {
+                    0 => f32::NAN,
+                    1 => f32::NEG_INFINITY,
+                    2 => f32::INFINITY,
+                    3 => 2.0, // repeats, for ties with a threshold
+                    _ => ((state >> 40) as f32 / (1u64 << 24) as f32) * 16.0 - 8.0 + i as f32 * 0.0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn positions_at_least_agrees_with_a_plain_filter_at_every_density_and_length() {
+        for n in [0, 1, 7, 31, 32, 33, 64, 65, 100, 1000, 4099] {
+            let xs = assorted(n, n as u64 + 3);
+            for t in [
+                -9.0,
+                -4.0,
+                0.0,
+                2.0,
+                6.0,
+                7.9,
+                f32::NEG_INFINITY,
+                f32::INFINITY,
+            ] {
+                let mut got = alloc::vec![7u32]; // appended to, not replaced
+                positions_at_least(&xs, t, 10, &mut got);
+                let want: Vec<u32> = core::iter::once(7)
+                    .chain((0..n).filter(|&i| xs[i] >= t).map(|i| i as u32 + 10))
+                    .collect();
+                assert_eq!(got, want, "n = {n}, t = {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_at_least_calls_back_per_block_with_the_running_threshold() {
+        // The documented calls: per block of SCAN_BLOCK, the positions at or above the
+        // threshold as it stands; here each call raises it to the largest value seen.
+        let reference = |xs: &[f32]| {
+            let mut t = f32::MIN;
+            let mut calls = Vec::new();
+            for (b, block) in xs.chunks(SCAN_BLOCK).enumerate() {
+                let hits: Vec<u32> = (0..block.len())
+                    .filter(|&j| block[j] >= t)
+                    .map(|j| (b * SCAN_BLOCK + j) as u32)
+                    .collect();
+                if !hits.is_empty() {
+                    t = hits.iter().map(|&i| xs[i as usize]).fold(t, f32::max);
+                    calls.push(hits);
+                }
+            }
+            calls
+        };
+        for n in [5, 32, 33, 1000, 4099] {
+            let xs = assorted(n, 11 * n as u64);
+            let mut calls = Vec::new();
+            scan_at_least(&xs, f32::MIN, |hits| {
+                calls.push(hits.to_vec());
+                let t = calls.iter().flatten().map(|&i| xs[i as usize]);
+                t.fold(f32::MIN, f32::max)
+            });
+            assert_eq!(calls, reference(&xs), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_nan_hides_no_hit() {
+        // A NaN in each group of a block, the only hit in another group of it.
+        for nan_at in 0..SCAN_BLOCK {
+            for hit_at in (0..SCAN_BLOCK).filter(|&h| h != nan_at) {
+                let mut xs = alloc::vec![0.0f32; 2 * SCAN_BLOCK];
+                xs[nan_at] = f32::NAN;
+                xs[hit_at] = 1.0;
+                let mut got = Vec::new();
+                positions_at_least(&xs, 0.5, 0, &mut got);
+                assert_eq!(got, [hit_at as u32], "NaN at {nan_at}");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_weights_stay_close_to_exp() {
+        // Within (2 + |t|)·1e-7 of e^((x − shift)·scale), t the exponent in base 2; exactly
+        // 1 at the maximum (and above it), 0 for -inf; the sum is the sum of the outputs.
+        let xs: Vec<f32> = (0..5000)
+            .map(|i| match i % 1000 {
+                0 => f32::NEG_INFINITY,
+                1 => 3.5, // above the shift
+                _ => -60.0 + i as f32 * 0.0127,
+            })
+            .collect();
+        for scale in [1.0f32, 1.0 / 0.7, 0.3] {
+            let mut out = Vec::new();
+            let total = fast_exp_shifted_to_vec(&xs, 3.0, scale, &mut out);
+            for (&x, &w) in xs.iter().zip(&out) {
+                let e = ((x as f64 - 3.0) * scale as f64).min(0.0);
+                let t = e * core::f64::consts::LOG2_E;
+                if x == f32::NEG_INFINITY || t < -125.0 {
+                    assert_eq!(w, 0.0, "x = {x}");
+                } else {
+                    let want = e.exp();
+                    let err = ((w as f64 - want) / want).abs();
+                    assert!(err < (2.0 + t.abs()) * 1e-7, "x = {x}: {w} vs {want}");
+                }
+            }
+            assert_eq!(out[1], 1.0);
+            let direct: f64 = out.iter().map(|&w| w as f64).sum();
+            assert!((total - direct).abs() / direct < 1e-6);
+        }
+    }
+
+    #[test]
+    fn the_vector_form_of_the_weights_equals_the_slice_form() {
+        let xs = assorted(3000, 5);
+        let clean: Vec<f32> = xs.iter().map(|&x| sanitize(x)).collect();
+        let m = max(&clean);
+        let mut into = alloc::vec![0.0; clean.len()];
+        let a = exp_shifted_into(&clean, m, 0.7, &mut into);
+        let mut to_vec = alloc::vec![9.0; 5]; // replaced, whatever it held
+        let b = exp_shifted_to_vec(&clean, m, 0.7, &mut to_vec);
+        assert_eq!(a.to_bits(), b.to_bits());
+        assert_eq!(into, to_vec);
     }
 }

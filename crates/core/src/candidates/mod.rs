@@ -29,6 +29,9 @@ mod top;
 /// - **Probabilities** are cached by [`Candidates::softmax`] and kept (renormalized lazily)
 ///   through [`Candidates::retain`] and [`Candidates::truncate`]; anything that changes logits
 ///   drops them.
+/// - **The largest raw logit** is cached: [`Candidates::load_owned`] finds it in the same read
+///   that checks the vector, [`Candidates::set_logit`] keeps it up to date, and the first
+///   stage that needs it after any other change computes it once.
 ///
 /// Logits are never NaN (loading reads NaN as `-inf`) and never `+inf` (loading reads it as
 /// `f32::MAX`). A `-inf` logit is a masked candidate: it has probability 0 and is not reported
@@ -42,6 +45,8 @@ pub struct Candidates {
     sorted: bool,
     probs_valid: bool,
     probs_total: f64,
+    /// The largest raw logit, when known.
+    max: Option<f32>,
     scale: f32,
     selected: Option<usize>,
     vocab_size: usize,
@@ -74,6 +79,7 @@ impl Candidates {
             sorted: false,
             probs_valid: false,
             probs_total: 0.0,
+            max: None,
             scale: 1.0,
             selected: None,
             vocab_size: 0,
@@ -117,23 +123,25 @@ impl Candidates {
     }
 
     /// Replaces the candidates with a full logits vector handed over without a copy (the
-    /// vector a model just produced): one read that checks no value is NaN or `+inf`; only if
-    /// one is does a second pass read NaN as `-inf` and `+inf` as `f32::MAX`, as
-    /// [`Candidates::load`] does. Get the buffer back for the next step with
-    /// [`Candidates::take_logits`].
+    /// vector a model just produced): one read that checks no value is NaN or `+inf` and finds
+    /// the largest ([`math::max_if_clean`]); only if one is does a second pass read NaN as
+    /// `-inf` and `+inf` as `f32::MAX`, as [`Candidates::load`] does. Get the buffer back for
+    /// the next step with [`Candidates::take_logits`].
     ///
     /// Returns how many logits were NaN (counted in the second pass only, so a clean vector
     /// costs one read), for callers that must blame their source for them.
     pub fn load_owned(&mut self, logits: Vec<f32>) -> usize {
         self.logits = logits;
         let mut nan = 0;
-        if !math::none_nan_or_pos_inf(&self.logits) {
+        let max = math::max_if_clean(&self.logits);
+        if max.is_none() {
             for x in &mut self.logits {
                 nan += usize::from(x.is_nan());
                 *x = math::sanitize(*x);
             }
         }
         self.reset_dense();
+        self.max = max;
         nan
     }
 
@@ -183,6 +191,7 @@ impl Candidates {
         self.dense = true;
         self.sorted = false;
         self.probs_valid = false;
+        self.max = None;
         self.scale = 1.0;
         self.selected = None;
         self.vocab_size = self.logits.len();
@@ -272,6 +281,7 @@ impl Candidates {
                 *x = math::sanitize(*x * factor);
             }
             self.sorted = false;
+            self.max = None;
         }
     }
     /// The factor not yet applied to [`Candidates::raw_logits`].
@@ -293,6 +303,7 @@ impl Candidates {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
+        self.max = None;
         &mut self.logits
     }
     /// Sets the logit (scale applied) of candidate `i`. NaN is stored as `-inf` and `+inf` as
@@ -304,7 +315,13 @@ impl Candidates {
     /// If `i >= len()`.
     pub fn set_logit(&mut self, i: usize, logit: f32) {
         self.materialize();
-        self.logits[i] = math::sanitize(logit);
+        let (old, new) = (self.logits[i], math::sanitize(logit));
+        self.max = match self.max {
+            Some(max) if new >= max => Some(new),
+            Some(max) if old < max => Some(max),
+            _ => None,
+        };
+        self.logits[i] = new;
         self.sorted = false;
         self.probs_valid = false;
         self.selected = None;
@@ -321,6 +338,7 @@ impl Candidates {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
+        self.max = None;
         self.selected = None;
         (&mut self.ids, &mut self.logits)
     }
@@ -333,6 +351,8 @@ impl Candidates {
             for x in &mut self.logits {
                 *x = (*x * s).min(f32::MAX);
             }
+            // The scale is positive and rounding is monotone: the largest stays the largest.
+            self.max = self.max.map(|m| (m * s).min(f32::MAX));
             self.scale = 1.0;
         }
     }
@@ -348,12 +368,17 @@ impl Candidates {
 
     /// The largest logit (scale applied); `-inf` if there is none.
     pub fn max_logit(&self) -> f32 {
-        let raw = if self.sorted && !self.is_empty() {
-            self.logits[0]
-        } else {
-            math::max(&self.logits)
-        };
-        (raw * self.scale).min(f32::MAX)
+        (self.raw_max() * self.scale).min(f32::MAX)
+    }
+
+    /// The largest of [`Candidates::raw_logits`] (without the pending scale); `-inf` if there
+    /// is none. Free when cached or sorted, one vectorized read ([`math::max`]) otherwise.
+    pub fn raw_max(&self) -> f32 {
+        match self.max {
+            Some(max) => max,
+            None if self.sorted && !self.is_empty() => self.logits[0],
+            None => math::max(&self.logits),
+        }
     }
 
     /// Whether some candidate has a finite logit.
@@ -392,5 +417,31 @@ impl Candidates {
         let mut out = Vec::new();
         math::positions_at_least(&self.logits, t, 0, &mut out);
         out
+    }
+
+    /// Positions (in order) of the candidates whose logit, pending scale applied exactly as
+    /// [`Candidates::logit`] applies it, is at least `t`. One vectorized pass over the raw
+    /// logits against a raw threshold just below `t / scale`, then the exact test on the few
+    /// found (the product is monotone in the raw logit, so nothing passing is skipped).
+    pub fn positions_with_logit_at_least(&self, t: f32) -> Vec<u32> {
+        let s = self.scale;
+        let mut found = self.positions_at_least(raw_floor(t, s));
+        found.retain(|&p| (self.logits[p as usize] * s).min(f32::MAX) >= t);
+        found
+    }
+}
+
+/// A raw logit `f` such that every raw `x` whose logit `(x · scale).min(f32::MAX)` is at least
+/// `t` has `x ≥ f` (`scale` positive). The logit is monotone in `x`, so this holds as soon as it
+/// holds for the float just below `f`, which is checked: the guess, `t / scale` lowered by a
+/// relative `2^-20` (far more than roundings move it), almost always passes; `-inf` otherwise.
+fn raw_floor(t: f32, scale: f32) -> f32 {
+    let logit = |x: f32| (x * scale).min(f32::MAX);
+    let q = t as f64 / scale as f64;
+    let guess = (q - q.abs() / f64::from(1u32 << 20)) as f32;
+    if logit(guess.next_down()) < t {
+        guess
+    } else {
+        f32::NEG_INFINITY
     }
 }

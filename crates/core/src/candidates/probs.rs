@@ -51,17 +51,14 @@ impl Candidates {
 
     fn ensure_weights(&mut self) {
         if !self.probs_valid {
-            self.probs.clear();
-            self.probs.resize(self.logits.len(), 0.0);
-            let max = if self.sorted && !self.is_empty() {
-                self.logits[0]
-            } else {
-                math::max(&self.logits)
-            };
+            let max = self.raw_max();
+            self.max = Some(max);
             self.probs_total = if max == f32::NEG_INFINITY {
+                self.probs.clear();
+                self.probs.resize(self.logits.len(), 0.0);
                 0.0
             } else {
-                math::exp_shifted_into(&self.logits, max, self.scale, &mut self.probs)
+                math::exp_shifted_to_vec(&self.logits, max, self.scale, &mut self.probs)
             };
             self.probs_valid = true;
         }

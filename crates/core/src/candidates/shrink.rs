@@ -1,5 +1,5 @@
 //! Truncations and reorderings: `truncate`, `remove_first`, `retain`, `keep_ranked_through`,
-//! `sort_desc`.
+//! `keep_positions`, `sort_desc`.
 
 use alloc::vec::Vec;
 
@@ -19,6 +19,7 @@ impl Candidates {
             self.probs.truncate(n);
             self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
+        self.max = None;
         self.selected = None;
     }
 
@@ -32,6 +33,7 @@ impl Candidates {
             self.probs.drain(..n);
             self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
+        self.max = None;
         self.selected = None;
     }
 
@@ -62,23 +64,35 @@ impl Candidates {
     /// promises that `keep` rejects every raw logit below `floor`, so only candidates at or
     /// above it are offered to `keep` (found in one vectorized pass when `floor > -inf`).
     fn retain_raw(&mut self, mut keep: impl FnMut(u32, f32) -> bool, floor: f32) {
-        let offered: Vec<u32> = if floor > f32::NEG_INFINITY {
+        let mut kept: Vec<u32> = if floor > f32::NEG_INFINITY {
             self.positions_at_least(floor)
         } else {
             (0..self.len() as u32).collect()
         };
-        let mut kept: Vec<u32> = Vec::with_capacity(offered.len());
-        for pos in offered {
+        kept.retain(|&pos| {
             let p = pos as usize;
-            let id = if self.dense { pos } else { self.ids[p] };
-            if keep(id, self.logits[p]) {
-                kept.push(pos);
-            }
-        }
+            keep(if self.dense { pos } else { self.ids[p] }, self.logits[p])
+        });
+        self.keep_positions(&kept);
+    }
+
+    /// Keeps the candidates at `positions` (strictly increasing), in their current order, in
+    /// one compacting pass over them; cached probabilities are kept (renormalized lazily).
+    ///
+    /// # Panics
+    /// If `positions` is not strictly increasing or holds a position `>= len()`.
+    pub fn keep_positions(&mut self, positions: &[u32]) {
         // Compaction writes at `w <= pos`, so nothing not yet moved is overwritten.
         let mut kept_total = 0.0f64;
-        for (w, &pos) in kept.iter().enumerate() {
+        let mut next = 0usize;
+        for (w, &pos) in positions.iter().enumerate() {
             let pos = pos as usize;
+            assert!(
+                pos >= next && pos < self.len(),
+                "positions must be increasing and below {}",
+                self.len()
+            );
+            next = pos + 1;
             if !self.dense {
                 self.ids[w] = self.ids[pos];
             }
@@ -89,9 +103,10 @@ impl Candidates {
                 kept_total += p as f64;
             }
         }
-        let n = kept.len();
+        let n = positions.len();
         if self.dense {
-            self.ids = kept;
+            self.ids.clear();
+            self.ids.extend_from_slice(positions);
             self.dense = false;
         } else {
             self.ids.truncate(n);
@@ -101,6 +116,7 @@ impl Candidates {
             self.probs.truncate(n);
             self.keep_probs_if_precise(kept_total);
         }
+        self.max = None;
         self.selected = None;
     }
 
@@ -120,18 +136,23 @@ impl Candidates {
         (self.logits[pos], self.id(pos))
     }
 
-    /// Reorders (and possibly shortens) the candidates to `order` (positions).
+    /// Reorders (and possibly shortens) the candidates to `order` (positions). The buffers keep
+    /// their capacity (a full vocabulary's, for the next step's logits).
     pub(super) fn permute(&mut self, order: &[u32]) {
         let ids: Vec<u32> = order.iter().map(|&p| self.id(p as usize)).collect();
         let logits: Vec<f32> = order.iter().map(|&p| self.logits[p as usize]).collect();
         if self.probs_valid {
             let probs: Vec<f32> = order.iter().map(|&p| self.probs[p as usize]).collect();
-            self.probs = probs;
+            self.probs.clear();
+            self.probs.extend_from_slice(&probs);
             self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
-        self.ids = ids;
-        self.logits = logits;
+        self.ids.clear();
+        self.ids.extend_from_slice(&ids);
+        self.logits.clear();
+        self.logits.extend_from_slice(&logits);
         self.dense = false;
+        self.max = None;
         self.selected = None;
     }
 }

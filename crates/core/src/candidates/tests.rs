@@ -243,3 +243,107 @@ fn survivors_of_underflowed_probabilities_are_renormalized_from_their_logits() {
         assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6, "{p:?}");
     }
 }
+
+#[test]
+fn the_cached_maximum_follows_every_change() {
+    let logits = wavy(5000);
+    let plain = |c: &Candidates| {
+        c.raw_logits()
+            .iter()
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max)
+    };
+    let mut c = Candidates::new();
+    c.load_owned(logits.clone());
+    assert_eq!(c.raw_max(), plain(&c));
+    // Raising one logit above the maximum, then lowering it again.
+    c.set_logit(17, 40.0);
+    assert_eq!(c.raw_max(), 40.0);
+    c.set_logit(17, -40.0);
+    assert_eq!(c.raw_max(), plain(&c));
+    // A pending scale leaves the raw maximum; applying it scales it.
+    c.scale_logits(0.5);
+    assert_eq!(c.raw_max(), plain(&c));
+    assert_eq!(c.max_logit(), plain(&c) * 0.5);
+    c.set_logit(3, 1.0);
+    assert_eq!(c.raw_max(), plain(&c));
+    // Dropping the maximum.
+    let top = c
+        .raw_logits()
+        .iter()
+        .position(|&x| x == c.raw_max())
+        .unwrap() as u32;
+    c.retain(|id, _| id != top);
+    assert_eq!(c.raw_max(), plain(&c));
+    c.truncate(10);
+    assert_eq!(c.raw_max(), plain(&c));
+    c.logits_mut()[0] = 99.0;
+    assert_eq!(c.raw_max(), 99.0);
+}
+
+#[test]
+fn positions_with_logit_at_least_match_the_scaled_logits() {
+    let logits = wavy(3000);
+    for scale in [1.0f32, 1.0 / 0.7, 3.0, 1e-30, 1e30, 0.1] {
+        let mut c = Candidates::from_logits(&logits);
+        c.scale_logits(scale);
+        let scaled: Vec<f32> = c.iter().map(|(_, l)| l).collect();
+        // Thresholds between, at and around the scaled values themselves.
+        let mut ts: Vec<f32> = scaled.iter().step_by(97).copied().collect();
+        ts.extend(
+            ts.clone()
+                .iter()
+                .flat_map(|&t| [t.next_up(), t.next_down()]),
+        );
+        ts.extend([0.0, -0.0, f32::NEG_INFINITY, f32::MAX, -f32::MAX]);
+        for t in ts {
+            let want: Vec<u32> = (0..scaled.len() as u32)
+                .filter(|&i| scaled[i as usize] >= t)
+                .collect();
+            assert_eq!(
+                c.positions_with_logit_at_least(t),
+                want,
+                "scale {scale}, t {t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn keep_positions_keeps_order_and_probabilities() {
+    let mut c = Candidates::from_sparse(vec![9, 4, 7, 1], vec![0.0, 1.0, 2.0, 3.0], 10).unwrap();
+    c.softmax();
+    c.keep_positions(&[1, 3]);
+    assert_eq!(pairs(&c), vec![(4, 1.0), (1, 3.0)]);
+    let p = c.softmax().to_vec();
+    let want = 1.0 / (1.0 + 2f32.exp());
+    assert!((p[0] - want).abs() < 1e-6, "{p:?}");
+    let mut dense = Candidates::from_logits(&[5.0, 6.0, 7.0]);
+    dense.keep_positions(&[0, 2]);
+    assert_eq!(pairs(&dense), vec![(0, 5.0), (2, 7.0)]);
+    dense.keep_positions(&[]);
+    assert!(dense.is_empty());
+}
+
+#[test]
+#[should_panic(expected = "increasing")]
+fn keep_positions_refuses_an_unordered_list() {
+    Candidates::from_logits(&[1.0, 2.0, 3.0]).keep_positions(&[2, 1]);
+}
+
+#[test]
+fn keep_top_is_exact_when_the_sample_holds_the_best() {
+    // The running scan starts at the third best of a strided sample of 1024; with the best
+    // logits placed exactly at sampled positions, fewer than k reach it, and the scan must
+    // start over from the lowest.
+    let n = 300_000;
+    let mut logits = wavy(n);
+    for j in 0..8 {
+        logits[j * 97 * n / 1024] = 100.0 + j as f32;
+    }
+    for k in [5, 40, 100] {
+        let mut c = Candidates::from_logits(&logits);
+        c.keep_top(k);
+        assert_eq!(pairs(&c), top_by_sorting(&logits, k), "k = {k}");
+    }
+}

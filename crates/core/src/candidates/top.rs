@@ -73,20 +73,45 @@ impl Candidates {
         self.best_of(finite, k)
     }
 
-    /// Positions of the top `k` for a `k` small next to the length: one scan
-    /// ([`crate::math::scan_at_least`]) with a running threshold, the k-th best so far,
+    /// Positions of the top `k` for a `k` small next to the length (`2·k·SAMPLE < len`): one
+    /// scan ([`crate::math::scan_at_least`]) with a running threshold, the k-th best so far,
     /// raised each time the buffer of contenders fills; few logits ever reach it, so the scan
     /// runs at the speed of reading.
+    ///
+    /// The threshold starts at the third best of a strided sample of `SAMPLE` logits, which
+    /// about `3·len / SAMPLE` logits reach. Fewer than `k` do only if three of the sample are
+    /// among the best `k`, which happens with probability below `(k·SAMPLE/len)³/6 < 2%`; then
+    /// the scan is run again from the lowest finite logit.
     fn top_by_running_threshold(&self, k: usize) -> Vec<u32> {
+        let n = self.len();
+        let mut best3 = [f32::NEG_INFINITY; 3];
+        for j in 0..SAMPLE {
+            let x = self.logits[j * n / SAMPLE];
+            if x > best3[2] {
+                best3[2] = x;
+                best3.sort_unstable_by(|a, b| b.total_cmp(a));
+            }
+        }
+        let start = best3[2].max(f32::MIN); // -inf (too few finite) scans from the lowest
+        let found = self.running_top(k, start);
+        if found.len() < k && start > f32::MIN {
+            return self.running_top(k, f32::MIN);
+        }
+        found
+    }
+
+    /// The scan of [`Candidates::top_by_running_threshold`] from threshold `start`: the
+    /// positions of the best `k` of the logits `≥ start` (all of them if fewer).
+    fn running_top(&self, k: usize, start: f32) -> Vec<u32> {
         let cap = 4 * k.max(16);
-        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + 8); // (logit, id, pos)
+        // (logit, id, position); room for one more block of hits past `cap`.
+        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + crate::math::SCAN_BLOCK);
         let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
-        let mut threshold = f32::MIN;
-        crate::math::scan_at_least(&self.logits, threshold, &mut |start, mut mask| {
-            while mask != 0 {
-                let pos = start + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                buf.push((self.logits[pos], self.id(pos), pos as u32));
+        let mut threshold = start;
+        crate::math::scan_at_least(&self.logits, threshold, |positions| {
+            for &pos in positions {
+                let p = pos as usize;
+                buf.push((self.logits[p], self.id(p), pos));
             }
             if buf.len() >= cap {
                 buf.select_nth_unstable_by(k - 1, cmp);
