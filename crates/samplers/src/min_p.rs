@@ -15,9 +15,11 @@
 //! - `p = 0` is the neutral value: the stage is an identity.
 //! - Ties at the threshold are kept (`≥`), as in llama.cpp and HF; `p = 1` keeps exactly the
 //!   candidates tied with the maximum.
-//! - The survivors keep their current order (no sort): on a full vocabulary this is one
-//!   [`Candidates::retain`] pass after the maximum is found. With `min_keep > 1` a counting
-//!   pass comes first, so nothing is lost when the fallback is needed.
+//! - The survivors keep their current order (no sort). On a full vocabulary the cost is one
+//!   vectorized read: the maximum is known from loading ([`Candidates::max_logit`]), the
+//!   survivors are found by one threshold scan
+//!   ([`Candidates::positions_with_logit_at_least`]) and kept by one compaction over them
+//!   ([`Candidates::keep_positions`]); no exponential is computed.
 //! - Fallback (fewer than `min_keep` pass): the `min_keep` best, sorted by descending logit,
 //!   ties to the lower id (llama.cpp also sorts there).
 //! - Masked (`-inf`) candidates are always dropped (the threshold is finite: `ln p ≥ −103.3`
@@ -60,21 +62,12 @@ impl Sampler for MinP {
         }
         let threshold = max + libm::logf(self.p);
         // `threshold` is finite (see the module doc), so `-inf` never passes.
-        let keep = |logit: f32| logit >= threshold;
-        if self.min_keep > 1 {
-            // The same comparison `retain` will make (`raw · scale`), so the count is exact.
-            let scale = candidates.pending_scale();
-            let passing = candidates
-                .raw_logits()
-                .iter()
-                .filter(|&&x| keep(x * scale))
-                .count();
-            if passing < self.min_keep {
-                keep_best(candidates, self.min_keep);
-                return Ok(());
-            }
+        let kept = candidates.positions_with_logit_at_least(threshold);
+        if kept.len() < self.min_keep {
+            keep_best(candidates, self.min_keep);
+        } else {
+            candidates.keep_positions(&kept);
         }
-        candidates.retain(|_, logit| keep(logit));
         Ok(())
     }
 }
