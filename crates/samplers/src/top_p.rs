@@ -21,32 +21,55 @@
 //!
 //! # Speed
 //! On a short or already sorted list: sort, then one prefix walk. On a long unsorted list
-//! (a full vocabulary) nothing long is sorted: the `K` best candidates are found with the
-//! threshold scan of [`Candidates::top_positions_unordered`] (about one read of the logits),
-//! starting at `K = 256` and growing while their mass stays below `p`; inside them a weighted
-//! quickselect finds the cut, and the kept set is one pass
-//! ([`Candidates::keep_ranked_through`]). The output keeps the input order on that path (and
-//! is sorted on the short one).
+//! (a full vocabulary) nothing long is sorted; the cost is about one vectorized pass of
+//! exponentials and two reads of the logits:
+//! 1. the softmax weights `w_i` and their sum `Z`, in one vectorized pass into the stage's
+//!    own buffer ([`sieve_core::math::fast_exp_shifted_to_vec`]: a cheaper `2^t` than the
+//!    probabilities' `exp`, accurate to about `2e-7` where the mass is; the selector that
+//!    follows computes the probabilities of the few survivors itself);
+//! 2. a raw-logit floor `F` whose candidates hold mass `≥ p·Z`: guessed from a strided sample
+//!    (the sampled weight far below the maximum stands for the tail, which must stay under
+//!    `(1 − p)·Z`), then checked exactly: the candidates at or above `F` are found by one
+//!    threshold scan ([`sieve_core::math::positions_at_least`]) and their weights added; a
+//!    failed check lowers `F` and scans again;
+//! 3. the cut among those found: their mass in equal-width logit bins from the maximum down
+//!    (bins follow rank order, since a lower logit weighs less), a walk over the bins in rank
+//!    order to the one where the mass reaches `p·Z`, and only that bin sorted;
+//! 4. the survivors, those found that rank at or before the cut, in their current order
+//!    ([`Candidates::keep_positions`], one compaction).
+//!
+//! Every operation and every order of additions is fixed, so the result is the same on every
+//! machine. It can differ from a walk over all the probabilities sorted only by rounding
+//! (weights a few `1e-7` apart, added in another grouping), when the mass before the cut is
+//! within about `1e-6` of `p`.
 
 use alloc::vec::Vec;
-use core::cmp::Ordering;
 
-use sieve_core::{rank, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+use sieve_core::{
+    math, rank, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage,
+};
 
 /// Lists up to this long are sorted outright.
 const SORT_MAX: usize = 1024;
-/// The number of best candidates examined first on a long list.
-const FIRST_K: usize = 256;
-/// Strided sample size for guessing how many more candidates the cut needs.
+/// Strided sample size for guessing the floor.
 const SAMPLE: usize = 1024;
-/// Quickselect sorts ranges this short.
-const QUICKSELECT_SORT_MAX: usize = 24;
+/// Bins of the sample, each `1 / SAMPLE_BINS_PER_UNIT` wide in scaled logits (`e^-1` in weight
+/// per unit), the last one also holding everything farther down.
+const SAMPLE_BINS: usize = 128;
+/// See [`SAMPLE_BINS`].
+const SAMPLE_BINS_PER_UNIT: f32 = 4.0;
+/// Found candidates per bin, on average, when looking for the cut.
+const PER_BIN: usize = 4;
 
 /// The `top_p` stage.
 #[derive(Debug, Clone)]
 pub struct TopP {
     p: f64,
     min_keep: usize,
+    /// Scratch: the weights of a long list (reused between steps).
+    weights: Vec<f32>,
+    /// Scratch: the candidates found above the floor (reused between steps).
+    found: Found,
 }
 
 impl TopP {
@@ -55,6 +78,8 @@ impl TopP {
         TopP {
             p,
             min_keep: min_keep.max(1),
+            weights: Vec::new(),
+            found: Found::default(),
         }
     }
 }
@@ -70,11 +95,9 @@ impl Sampler for TopP {
             candidates.truncate(count);
             return Ok(());
         }
-        let cut = find_cut(candidates, self.p);
-        if cut.count >= self.min_keep {
-            candidates.keep_ranked_through(cut.raw_logit, cut.id);
-        } else {
-            candidates.keep_top(self.min_keep);
+        match nucleus(candidates, self.p, &mut self.weights, &mut self.found) {
+            Some(kept) if kept.len() >= self.min_keep => candidates.keep_positions(&kept),
+            _ => candidates.keep_top(self.min_keep),
         }
         Ok(())
     }
@@ -92,173 +115,140 @@ fn prefix_count(probs: &[f32], p: f64, min_keep: usize) -> usize {
     probs.len()
 }
 
-/// The last kept candidate in rank order, and how many are kept.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Cut {
-    raw_logit: f32,
-    id: u32,
-    count: usize,
+/// The positions (increasing) of the nucleus of long unsorted candidates (see the module
+/// doc, *Speed*), with `weights` and `found` as scratch; `None` when every candidate is masked.
+fn nucleus(c: &Candidates, p: f64, weights: &mut Vec<f32>, found: &mut Found) -> Option<Vec<u32>> {
+    let raw = c.raw_logits();
+    let (max, scale) = (c.raw_max(), c.pending_scale());
+    if max == f32::NEG_INFINITY {
+        return None;
+    }
+    let total = math::fast_exp_shifted_to_vec(raw, max, scale, weights);
+    let weights = &weights[..];
+    let target = p * total;
+    // Depths (scaled distance below the maximum, weight `e^-d`) to try: the sample's guess
+    // and one unit deeper, then a sure one: the maximum weighs 1, so every candidate deeper
+    // than `d` weighs less than `e^-d`, and the `n` of them less than `n·e^-d`, which is
+    // `Z − target` at `d = ln(n / (Z − target))`; then every finite candidate (only rounding
+    // can get there).
+    let sure = libm::logf((raw.len() as f64 / (total - target)) as f32) + 0.01;
+    let guess = guess_depth(raw, weights, max, scale, (total - target) * 0.65);
+    let depths = guess
+        .into_iter()
+        .flat_map(|d| [d, d + 1.0])
+        .filter(|&d| d < sure)
+        .chain([sure]);
+    for depth in depths.chain([f32::INFINITY]) {
+        let floor = (max - depth / scale).max(f32::MIN); // -inf and NaN give f32::MIN
+        found.collect(raw, weights, max, floor);
+        if found.mass.iter().sum::<f64>() >= target || floor == f32::MIN {
+            break;
+        }
+    }
+    let (cut_logit, cut_id) = found.cut(c, weights, target);
+    let kept = found
+        .positions
+        .iter()
+        .zip(&found.logits)
+        .filter(|&(&pos, &l)| l > cut_logit || (l == cut_logit && c.id(pos as usize) <= cut_id))
+        .map(|(&pos, _)| pos)
+        .collect();
+    Some(kept)
 }
 
-/// A candidate in question: weight, raw logit, id.
-type Item = (f32, f32, u32);
+/// The candidates at or above a raw-logit floor, binned by logit for finding the cut.
+#[derive(Debug, Clone, Default)]
+struct Found {
+    /// Their positions, increasing.
+    positions: Vec<u32>,
+    /// Their raw logits.
+    logits: Vec<f32>,
+    /// Their bins: `⌊(max − logit) · nbins / (max − floor)⌋`, at most `nbins − 1`. The
+    /// subtraction and the product round monotonically, so a better-ranked candidate never
+    /// has a later bin; a span of 0 or past `f32::MAX` puts everything in bin 0.
+    bins: Vec<u32>,
+    /// The weight in each bin.
+    mass: Vec<f64>,
+}
 
-/// Finds the top-p cut of long unsorted candidates (see the module doc, *Speed*).
-fn find_cut(candidates: &mut Candidates, p: f64) -> Cut {
-    let total = candidates.weights().1;
-    let candidates = &*candidates;
-    let weights = candidates.cached_probs().unwrap_or(&[]);
-    let raw = candidates.raw_logits();
-    let target = p * total;
-    let mut k = FIRST_K.min(raw.len());
-    loop {
-        let top = candidates.top_positions_unordered(k);
-        let mut items: Vec<Item> = top
-            .iter()
-            .map(|&pos| {
-                (
-                    weights[pos as usize],
-                    raw[pos as usize],
-                    candidates.id(pos as usize),
-                )
-            })
-            .collect();
-        let mass: f64 = items.iter().map(|item| item.0 as f64).sum();
-        if mass >= target || k >= raw.len() {
-            return weighted_select(&mut items, target);
+impl Found {
+    /// The candidates with raw logit `≥ floor` (one threshold scan), binned.
+    fn collect(&mut self, raw: &[f32], weights: &[f32], max: f32, floor: f32) {
+        self.positions.clear();
+        math::positions_at_least(raw, floor, 0, &mut self.positions);
+        let nbins = (self.positions.len() / PER_BIN).clamp(1, 1 << 16);
+        let per_unit = nbins as f32 / (max - floor);
+        self.logits.clear();
+        self.bins.clear();
+        self.mass.clear();
+        self.mass.resize(nbins, 0.0);
+        for &pos in &self.positions {
+            let l = raw[pos as usize];
+            // Saturating; NaN (0·inf) gives 0.
+            let b = (((max - l) * per_unit) as u32).min(nbins as u32 - 1);
+            self.logits.push(l);
+            self.bins.push(b);
+            self.mass[b as usize] += weights[pos as usize] as f64;
         }
-        // Every candidate outside the top k weighs at most the lightest inside (the one with
-        // the lowest logit), so at least `(target − mass) / lightest` more are needed; a
-        // strided sample guesses how many more, and the guess is doubled for safety.
-        let (lowest, lightest) = items
-            .iter()
-            .fold((f32::INFINITY, f32::INFINITY), |acc, item| {
-                if item.1 < acc.0 {
-                    (item.1, item.0)
-                } else {
-                    acc
+    }
+
+    /// The cut: the `(raw logit, id)` of the candidate at which the mass, in rank order,
+    /// first reaches `target`; the last one in rank order if rounding leaves it short. Whole
+    /// bins are added until one would reach `target`; only that bin is sorted (and the next,
+    /// if rounding leaves the walk through it short).
+    fn cut(&self, c: &Candidates, weights: &[f32], target: f64) -> (f32, u32) {
+        let mut cum = 0.0f64;
+        for (b, &bin_mass) in self.mass.iter().enumerate() {
+            if cum + bin_mass < target {
+                cum += bin_mass;
+                continue;
+            }
+            // (raw logit, id, weight) of the bin's candidates, in rank order.
+            let mut bin: Vec<(f32, u32, f32)> = (0..self.positions.len())
+                .filter(|&i| self.bins[i] as usize == b)
+                .map(|i| {
+                    let pos = self.positions[i] as usize;
+                    (self.logits[i], c.id(pos), weights[pos])
+                })
+                .collect();
+            bin.sort_unstable_by(|x, y| rank((x.0, x.1), (y.0, y.1)));
+            for &(l, id, w) in &bin {
+                cum += w as f64;
+                if cum >= target {
+                    return (l, id);
                 }
-            });
-        let at_least = if lightest > 0.0 {
-            (target - mass) / lightest as f64
-        } else {
-            f64::INFINITY
-        };
-        // When the sample below the k-th holds too little mass to say, grow fourfold.
-        let guess =
-            guess_more(raw, weights, lowest, target - mass).map_or(3.0 * k as f64, |g| g as f64);
-        let grown = (k as f64 + 2.0 * guess.max(at_least)).max(2.0 * k as f64);
-        k = if grown >= raw.len() as f64 {
-            raw.len()
-        } else {
-            grown as usize
-        };
+            }
+        }
+        let ids = self.positions.iter().map(|&pos| c.id(pos as usize));
+        self.logits
+            .iter()
+            .copied()
+            .zip(ids)
+            .reduce(|x, y| if rank(x, y).is_gt() { x } else { y })
+            .unwrap_or((f32::INFINITY, 0))
     }
 }
 
-/// A guess of how many candidates with a raw logit below `below` hold the mass `need`, from a
-/// strided sample: each sampled candidate below it stands for `n / m` candidates of its weight.
-/// `None` when the sampled mass never reaches `need`.
-fn guess_more(raw: &[f32], weights: &[f32], below: f32, need: f64) -> Option<usize> {
+/// A scaled distance `d` below the maximum such that the candidates farther down (weight
+/// `< e^-d`) hold, by a strided sample, at most `budget` of the weight: the tail the nucleus
+/// may leave out, with a margin. Each sampled candidate stands for `n / m` candidates. `None`
+/// when the sampled weight never exceeds `budget`: then the mass sits in a few heavy
+/// candidates the sample may well have missed, and the guess says nothing.
+fn guess_depth(raw: &[f32], weights: &[f32], max: f32, scale: f32, budget: f64) -> Option<f32> {
     let n = raw.len();
     let m = SAMPLE.min(n);
-    let mut sample: Vec<(f32, f32)> = (0..m)
-        .map(|j| (raw[j * n / m], weights[j * n / m]))
-        .filter(|s| s.0 < below)
-        .collect();
-    sample.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let mut bins = [0.0f64; SAMPLE_BINS];
+    for j in 0..m {
+        let i = j * n / m;
+        let d = (max - raw[i]) * scale * SAMPLE_BINS_PER_UNIT;
+        bins[(d as usize).min(SAMPLE_BINS - 1)] += weights[i] as f64;
+    }
     let stands_for = n as f64 / m as f64;
-    let mut cum = 0.0f64;
-    let reached = sample.iter().position(|s| {
-        cum += s.1 as f64 * stands_for;
-        cum >= need
-    });
-    reached.map(|j| ((j + 1) as f64 * stands_for) as usize)
-}
-
-/// The cut among `items` (the best candidates, in any order): the item at which the mass, in
-/// rank order, first reaches `target`. Weighted quickselect: partition around a pivot, keep the
-/// side holding the cut; expected linear time. If the mass never reaches `target` (rounding),
-/// the last item in rank order.
-fn weighted_select(items: &mut [Item], target: f64) -> Cut {
-    let before = |a: &Item, b: &Item| rank((a.1, a.2), (b.1, b.2)) == Ordering::Less;
-    let (mut lo, mut hi) = (0usize, items.len());
-    let mut need = target;
-    let mut kept_before = 0usize;
-    while hi - lo > QUICKSELECT_SORT_MAX {
-        let part = &mut items[lo..hi];
-        let pivot = median_of_three(part, &before);
-        let mut split = 0;
-        for i in 0..part.len() {
-            if before(&part[i], &pivot) {
-                part.swap(i, split);
-                split += 1;
-            }
-        }
-        let mass: f64 = part[..split].iter().map(|item| item.0 as f64).sum();
-        if mass >= need {
-            hi = lo + split;
-        } else {
-            need -= mass;
-            kept_before += split;
-            lo += split;
-        }
-        if split == 0 {
-            // The pivot is the best of the range: take it, or go past it.
-            let at = part
-                .iter()
-                .position(|item| item.1 == pivot.1 && item.2 == pivot.2)
-                .unwrap_or(0);
-            part.swap(0, at);
-            if (part[0].0 as f64) >= need || hi - lo == 1 {
-                return Cut {
-                    raw_logit: part[0].1,
-                    id: part[0].2,
-                    count: kept_before + 1,
-                };
-            }
-            need -= part[0].0 as f64;
-            kept_before += 1;
-            lo += 1;
-        }
-    }
-    let rest = &mut items[lo..hi];
-    rest.sort_unstable_by(|a, b| rank((a.1, a.2), (b.1, b.2)));
-    let mut cum = 0.0f64;
-    for (i, item) in rest.iter().enumerate() {
-        cum += item.0 as f64;
-        if cum >= need {
-            return Cut {
-                raw_logit: item.1,
-                id: item.2,
-                count: kept_before + i + 1,
-            };
-        }
-    }
-    match rest.last() {
-        Some(last) => Cut {
-            raw_logit: last.1,
-            id: last.2,
-            count: kept_before + rest.len(),
-        },
-        None => Cut {
-            raw_logit: f32::INFINITY,
-            id: 0,
-            count: kept_before,
-        },
-    }
-}
-
-/// The median (in rank order) of the first, middle and last items.
-fn median_of_three(part: &[Item], before: &impl Fn(&Item, &Item) -> bool) -> Item {
-    let (a, b, c) = (part[0], part[part.len() / 2], part[part.len() - 1]);
-    if before(&a, &b) == before(&b, &c) {
-        b
-    } else if before(&b, &a) == before(&a, &c) {
-        a
-    } else {
-        c
-    }
+    let mut tail = 0.0f64;
+    (0..SAMPLE_BINS).rev().find_map(|b| {
+        tail += bins[b] * stands_for;
+        (tail > budget).then(|| (b + 1) as f32 / SAMPLE_BINS_PER_UNIT)
+    })
 }
 
 /// The parameters of `top_p`.
@@ -391,5 +381,77 @@ mod tests {
                 check_long_path(logits, p);
             }
         }
+    }
+
+    #[test]
+    fn long_path_matches_full_sort_on_heavy_heads_and_tails() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 + 0.5) / (1u64 << 24) as f32
+        };
+        // Laplace logits (a few heavy tokens, a long thin tail), a Zipf-like decline with
+        // noise (mass spread over thousands), and a wide normal one (the sure depth).
+        let laplace: Vec<f32> = (0..100_000)
+            .map(|_| {
+                let u = next();
+                3.0 * if u < 0.5 {
+                    (2.0 * u).ln()
+                } else {
+                    -(2.0 - 2.0 * u).ln()
+                }
+            })
+            .collect();
+        let zipf: Vec<f32> = (0..60_000)
+            .map(|i| -2.0 * ((i % 7919) as f32 + 1.0).ln() + next())
+            .collect();
+        let wide: Vec<f32> = (0..40_000)
+            .map(|_| (next() + next() + next() - 1.5) * 20.0)
+            .collect();
+        for logits in [&laplace, &zipf, &wide] {
+            for p in [0.05, 0.5, 0.8, 0.9, 0.99, 0.9999] {
+                check_long_path(logits, p);
+            }
+        }
+    }
+
+    #[test]
+    fn long_path_handles_min_keep_masks_and_sparse_ids() {
+        let logits: Vec<f32> = (0..5000)
+            .map(|i| match i % 10 {
+                0 => f32::NEG_INFINITY,
+                _ => ((i * 7919 % 1000) as f32).sin() * 3.0,
+            })
+            .collect();
+        let nucleus = run(0.5, 1, &logits);
+        assert!(
+            nucleus.iter().all(|&id| id % 10 != 0),
+            "a masked token kept"
+        );
+        // min_keep beyond the nucleus: the min_keep best instead, sorted.
+        let mut c = Candidates::from_logits(&logits);
+        TopP::new(0.5, nucleus.len() + 10)
+            .apply(&mut c, &Context::default())
+            .unwrap();
+        assert_eq!(c.len(), nucleus.len() + 10);
+        assert!(c.is_sorted());
+        // The same candidates as sparse ids in another order keep the same tokens.
+        let order: Vec<u32> = (0..logits.len() as u32).rev().collect();
+        let shuffled: Vec<f32> = order.iter().map(|&i| logits[i as usize]).collect();
+        let mut c = Candidates::from_sparse(order, shuffled, logits.len()).unwrap();
+        TopP::new(0.5, 1)
+            .apply(&mut c, &Context::default())
+            .unwrap();
+        let mut ids: Vec<u32> = c.iter().map(|(id, _)| id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, nucleus);
+        // Everything masked: nothing is left.
+        let mut c = Candidates::from_logits(&[f32::NEG_INFINITY; 3000]);
+        TopP::new(0.9, 1)
+            .apply(&mut c, &Context::default())
+            .unwrap();
+        assert!(c.is_empty());
     }
 }
