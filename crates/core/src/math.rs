@@ -47,13 +47,15 @@ pub fn max(xs: &[f32]) -> f32 {
     fold_max(acc, tail)
 }
 
-/// The largest value of `xs` (`-inf` for an empty slice) if no value is NaN or `+inf`
-/// (`-inf` is fine), else `None`: [`max`] and the check of [`none_nan_or_pos_inf`] in one read.
+/// If no value of `xs` is NaN or `+inf` (`-inf` is fine): its largest value (`-inf` for an
+/// empty slice), and a value that at least 32 of them reach (the smallest of the 32 lanes'
+/// maxima, each another value; `-inf` below 32 values), a starting threshold for a top-k
+/// scan. `None` otherwise. [`max`] and the check of [`none_nan_or_pos_inf`] in one read.
 ///
 /// The check rides on a sum: a NaN makes the lane sums NaN and a `+inf` makes them `+inf` or
 /// NaN, while finite values and `-inf` leave them below `+inf` or at `-inf`. Only finite values
 /// whose sum overflows raise a false alarm, which a second, exact pass then clears.
-pub fn max_if_clean(xs: &[f32]) -> Option<f32> {
+pub fn max_if_clean(xs: &[f32]) -> Option<(f32, f32)> {
     let mut acc = [f32::NEG_INFINITY; MAX_LANES];
     let mut sum = [0.0f32; MAX_LANES];
     let chunks = xs.chunks_exact(MAX_LANES);
@@ -67,7 +69,8 @@ pub fn max_if_clean(xs: &[f32]) -> Option<f32> {
     }
     let total = sum.iter().chain(tail).fold(0.0f32, |s, &x| s + x);
     let clean = total < f32::INFINITY || total == f32::NEG_INFINITY;
-    (clean || xs.iter().all(|&x| x < f32::INFINITY)).then(|| fold_max(acc, tail))
+    let reached_by_32 = acc.iter().fold(f32::INFINITY, |m, &a| m.min(a));
+    (clean || xs.iter().all(|&x| x < f32::INFINITY)).then(|| (fold_max(acc, tail), reached_by_32))
 }
 
 /// The largest of the lanes and the tail: the lanes folded pairwise (each step vectorizes).
@@ -204,34 +207,32 @@ pub fn exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>
 }
 
 /// Like [`exp_shifted_to_vec`], about 1.5 times as fast and a little less exact: for
-/// deciding on mass (where `top_p` cuts), not for the probabilities. Zero above `shift`
-/// (the exponent is taken as 0 there).
+/// deciding on mass (where `top_p` cuts), not for the probabilities. The exponent is clamped
+/// to `[−126·ln 2, 0]`: a value above `shift` weighs 1, and one far below it (`-inf`
+/// included) weighs `2^-126` rather than less, which no decision on mass can see.
 ///
-/// Each weight is `2^t` with `t = (x − shift)·(scale·log₂e)`: `t = n + f`, `2^f` by
-/// a degree-5 polynomial, `n` added to the exponent bits; `0` for `t < −125`. That is about 20
-/// operations a value instead of 30, as `t` is not split against `ln 2` the way [`exp`]
-/// splits `x`: the rounding of `t` then adds a relative error of about `|t|·1e-7`, so a
-/// weight is within about `(2 + |t|)·1e-7` of `e^((x − shift)·scale)` (2e-7 near the
-/// maximum, where the mass is; the exponent's own rounding makes any `f32` softmax about as
-/// far off out in the tail). The same operations and order of additions as
-/// [`exp_shifted_into`], so the same result on every machine.
+/// Each weight is `2^t` with `t = (x − shift)·(scale·log₂e)`: `t = n + f`, `2^f` by a
+/// degree-5 polynomial, `n` added to the exponent bits. That is about 20 operations a value
+/// instead of 30, as `t` is not split against `ln 2` the way [`exp`] splits `x`: the
+/// rounding of `t` then adds a relative error of about `|t|·1e-7`, so a weight is within
+/// about `(2 + |t|)·1e-7` of `e^((x − shift)·scale)` (2e-7 near the maximum, where the mass
+/// is; the exponent's own rounding makes any `f32` softmax about as far off out in the tail).
+/// The same operations and order of additions as [`exp_shifted_into`], so the same result on
+/// every machine.
 pub fn fast_exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>) -> f64 {
     let per_unit = scale * LOG2E;
     weights_to_vec(xs, out, |x| {
-        let exponent = (x - shift) * per_unit;
-        let t = if exponent < 0.0 { exponent } else { 0.0 };
+        let t = (x - shift) * per_unit;
+        // NaN (`0 · -inf`) becomes −126 too.
+        let t = if t > -126.0 { t } else { -126.0 };
+        let t = if t < 0.0 { t } else { 0.0 };
         let shifted = t + ROUND;
         let f = t - (shifted - ROUND);
-        let y = f32::from_bits(
+        f32::from_bits(
             pow2_fraction(f)
                 .to_bits()
                 .wrapping_add(shifted.to_bits() << 23),
-        );
-        if exponent >= -125.0 {
-            y
-        } else {
-            0.0 // NaN (`0 · -inf`) too
-        }
+        )
     })
 }
 
@@ -331,13 +332,13 @@ pub fn sum(xs: &[f32]) -> f32 {
 }
 
 /// Values per block of [`scan_at_least`] and [`positions_at_least`].
-pub const SCAN_BLOCK: usize = 32;
+pub const SCAN_BLOCK: usize = 64;
 
 /// Appends `base + i` to `out` for every `i` with `xs[i] >= t`, in order (`xs` at most
 /// `u32::MAX` long).
 ///
-/// With AVX2 (x86-64-v3 builds) a block of [`SCAN_BLOCK`] values without a hit costs eight
-/// compares and one test; in a block with hits, each group of 8 is packed without a branch
+/// With AVX2 (x86-64-v3 builds) a block of 32 values without a hit costs one fold of their
+/// maximum and one compare; in a block with hits, each group of 8 is packed without a branch
 /// (the positions of its hits moved to the front of a vector by a shuffle from a table,
 /// stored, the end advanced by their count), so many hits cost no mispredicted branches
 /// either. Elsewhere a portable loop gives the same positions.
@@ -360,10 +361,10 @@ pub fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
 /// positions in `xs` of the block's values at or above the current threshold, increasing;
 /// `on_hits` returns the threshold for the rest of the scan (a running top-k raises it).
 ///
-/// With AVX2 (x86-64-v3 builds) a block without a hit costs eight compares and one test, and
-/// a block with hits has them packed without a branch (as in [`positions_at_least`]), so a
-/// scan runs at about the speed of reading plus one call per block with hits; elsewhere a
-/// portable loop makes the same calls.
+/// With AVX2 (x86-64-v3 builds) a block without a hit costs one fold of its maximum and one
+/// compare, and a block with hits has them packed without a branch (as in
+/// [`positions_at_least`]), so a scan runs at about the speed of reading plus one call per
+/// block with hits; elsewhere a portable loop makes the same calls.
 #[allow(unsafe_code)] // the AVX2 kernel below; the portable loop is safe code
 pub fn scan_at_least(xs: &[f32], threshold: f32, mut on_hits: impl FnMut(&[u32]) -> f32) {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
@@ -392,7 +393,7 @@ pub fn scan_at_least(xs: &[f32], threshold: f32, mut on_hits: impl FnMut(&[u32])
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 #[allow(unsafe_code)] // the documented vectorized kernels: unaligned loads and stores in bounds
 mod avx2 {
-    use super::SCAN_BLOCK as BLOCK;
+    use super::SCAN_BLOCK;
     use alloc::vec::Vec;
     use core::arch::x86_64::{
         __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_cmp_ps, _mm256_cvtepu8_epi32,
@@ -431,20 +432,25 @@ mod avx2 {
         _mm256_cmp_ps::<_CMP_GE_OQ>(unsafe { _mm256_loadu_ps(p) }, tv)
     }
 
-    /// Whether any of the [`BLOCK`] values at `p` may be `≥ tv`: their maximum, folded from
+    /// Values per block of [`positions_at_least`]: fewer than [`SCAN_BLOCK`], as with many hits
+    /// every block is packed and a smaller one packs fewer groups without hits.
+    const PACK_BLOCK: usize = 32;
+
+    /// Whether any of the `B` values at `p` may be `≥ tv`: their maximum, folded from
     /// the last group to the first, compared once. `_mm256_max_ps(a, b)` returns `b` when
     /// either is NaN, so a NaN in the last group reaches the maximum (and counts as a
     /// possible hit, which the exact per-group compares then reject) while any other NaN is
     /// passed over: a block with a value `≥ tv` is never missed.
     ///
     /// # Safety
-    /// The CPU must support AVX2, and `p` must point to [`BLOCK`] readable `f32`.
+    /// The CPU must support AVX2, and `p` must point to `B` readable `f32` (`B` a multiple of
+    /// 8).
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn any_ge(p: *const f32, tv: __m256) -> bool {
-        // SAFETY: the caller's promise; every `p + 8g` (g < BLOCK / 8) starts 8 readable `f32`.
+    unsafe fn any_ge<const B: usize>(p: *const f32, tv: __m256) -> bool {
+        // SAFETY: the caller's promise; every `p + 8g` (g < B / 8) starts 8 readable `f32`.
         let load = |g: usize| unsafe { _mm256_loadu_ps(p.add(8 * g)) };
-        let groups = BLOCK / 8;
+        let groups = B / 8;
         let mut max = load(groups - 1);
         for g in (0..groups - 1).rev() {
             max = _mm256_max_ps(load(g), max);
@@ -452,23 +458,21 @@ mod avx2 {
         _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(max, tv)) != 0
     }
 
-    /// Writes `first + j` for each `j` with `p[j] ≥ tv` (`j < BLOCK`), in order, from `dst`
-    /// on, and returns how many: per group of 8, one compare, a shuffle from [`PACK`], one
-    /// store of 8, no branch. Up to [`BLOCK`] slots from `dst` are written, garbage past the
-    /// count.
+    /// Writes `first + j` for each `j` with `p[j] ≥ tv` (`j < B`), in order, from `dst` on,
+    /// and returns how many: per group of 8, one compare, a shuffle from [`PACK`], one store
+    /// of 8, no branch. Up to `B` slots from `dst` are written, garbage past the count.
     ///
     /// # Safety
-    /// The CPU must support AVX2, `p` must point to [`BLOCK`] readable `f32`, and `dst` to
-    /// [`BLOCK`] writable `u32`.
+    /// The CPU must support AVX2, `p` must point to `B` readable `f32` (`B` a multiple of 8),
+    /// and `dst` to `B` writable `u32`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn pack(p: *const f32, first: u32, tv: __m256, dst: *mut u32) -> usize {
+    unsafe fn pack<const B: usize>(p: *const f32, first: u32, tv: __m256, dst: *mut u32) -> usize {
         let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let mut n = 0;
-        for g in (0..BLOCK).step_by(8) {
+        for g in (0..B).step_by(8) {
             // SAFETY: the caller's promise: `p + g` starts 8 readable `f32`; `n + 8 ≤ g + 8 ≤
-            // BLOCK`, so the 8 `u32` stored at `dst + n` are writable; `PACK[mask]` is 8
-            // bytes.
+            // B`, so the 8 `u32` stored at `dst + n` are writable; `PACK[mask]` is 8 bytes.
             unsafe {
                 let mask = _mm256_movemask_ps(ge8(p.add(g), tv)) as usize;
                 let at =
@@ -490,16 +494,16 @@ mod avx2 {
     pub(super) unsafe fn positions_at_least(xs: &[f32], t: f32, base: u32, out: &mut Vec<u32>) {
         let tv = _mm256_set1_ps(t);
         let p = xs.as_ptr();
-        let whole = xs.len() / BLOCK * BLOCK;
-        for i in (0..whole).step_by(BLOCK) {
-            // SAFETY: `i + BLOCK <= whole <= xs.len()`: the block lies within `xs`; the
+        let whole = xs.len() / PACK_BLOCK * PACK_BLOCK;
+        for i in (0..whole).step_by(PACK_BLOCK) {
+            // SAFETY: `i + PACK_BLOCK <= whole <= xs.len()`: the block lies within `xs`; the
             // reserve makes room for `pack`'s writes past the end; `set_len` keeps the old
             // elements and the hits just written.
             unsafe {
-                if any_ge(p.add(i), tv) {
-                    out.reserve(BLOCK);
+                if any_ge::<PACK_BLOCK>(p.add(i), tv) {
+                    out.reserve(PACK_BLOCK);
                     let len = out.len();
-                    let n = pack(
+                    let n = pack::<PACK_BLOCK>(
                         p.add(i),
                         base.wrapping_add(i as u32),
                         tv,
@@ -528,16 +532,16 @@ mod avx2 {
     ) {
         let mut t = threshold;
         let mut tv = _mm256_set1_ps(t);
-        let mut hits = [0u32; BLOCK];
+        let mut hits = [0u32; SCAN_BLOCK];
         let p = xs.as_ptr();
-        let whole = xs.len() / BLOCK * BLOCK;
-        for i in (0..whole).step_by(BLOCK) {
-            // SAFETY: `i + BLOCK <= whole <= xs.len()`: the block lies within `xs`, and
-            // `hits` holds BLOCK slots.
+        let whole = xs.len() / SCAN_BLOCK * SCAN_BLOCK;
+        for i in (0..whole).step_by(SCAN_BLOCK) {
+            // SAFETY: `i + SCAN_BLOCK <= whole <= xs.len()`: the block lies within `xs`, and
+            // `hits` holds SCAN_BLOCK slots.
             unsafe {
-                if any_ge(p.add(i), tv) {
+                if any_ge::<SCAN_BLOCK>(p.add(i), tv) {
                     // None after all if the block's possible hit was a NaN.
-                    let n = pack(p.add(i), i as u32, tv, hits.as_mut_ptr());
+                    let n = pack::<SCAN_BLOCK>(p.add(i), i as u32, tv, hits.as_mut_ptr());
                     if n > 0 {
                         t = on_hits(&hits[..n]);
                         tv = _mm256_set1_ps(t);
@@ -595,15 +599,21 @@ mod tests {
         assert!(none_nan_or_pos_inf(&[]));
         // Finite values whose sum overflows (a false alarm of the fast check) are clean.
         let big = alloc::vec![f32::MAX; 100];
-        assert_eq!(max_if_clean(&big), Some(f32::MAX));
+        assert_eq!(max_if_clean(&big), Some((f32::MAX, f32::MAX)));
         let mut ys = big.clone();
         ys[50] = f32::NEG_INFINITY;
-        assert_eq!(max_if_clean(&ys), Some(f32::MAX));
-        assert_eq!(max_if_clean(&xs), Some(0.5));
+        assert_eq!(max_if_clean(&ys).map(|m| m.0), Some(f32::MAX));
+        assert_eq!(max_if_clean(&xs).map(|m| m.0), Some(0.5));
         assert_eq!(
             max_if_clean(&[f32::NEG_INFINITY; 40]),
-            Some(f32::NEG_INFINITY)
+            Some((f32::NEG_INFINITY, f32::NEG_INFINITY))
         );
+        // At least 32 values reach the second value: 32 lanes, each with a maximum of its own.
+        let ws: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 1000) as f32).collect();
+        let (max, floor) = max_if_clean(&ws).unwrap();
+        assert_eq!(max, 999.0);
+        assert!(ws.iter().filter(|&&w| w >= floor).count() >= 32);
+        assert_eq!(max_if_clean(&[1.0; 31]), Some((1.0, f32::NEG_INFINITY)));
     }
 
     #[test]
@@ -731,7 +741,8 @@ mod tests {
     #[test]
     fn fast_weights_stay_close_to_exp() {
         // Within (2 + |t|)·1e-7 of e^((x − shift)·scale), t the exponent in base 2; exactly
-        // 1 at the maximum (and above it), 0 for -inf; the sum is the sum of the outputs.
+        // 1 at the maximum (and above it), 2^-126 at most far below; the sum is the sum of
+        // the outputs.
         let xs: Vec<f32> = (0..5000)
             .map(|i| match i % 1000 {
                 0 => f32::NEG_INFINITY,
@@ -745,8 +756,8 @@ mod tests {
             for (&x, &w) in xs.iter().zip(&out) {
                 let e = ((x as f64 - 3.0) * scale as f64).min(0.0);
                 let t = e * core::f64::consts::LOG2_E;
-                if x == f32::NEG_INFINITY || t < -125.0 {
-                    assert_eq!(w, 0.0, "x = {x}");
+                if t < -125.5 {
+                    assert!(w < 1.7e-38, "x = {x}: {w}"); // at most 2^-125.5
                 } else {
                     let want = e.exp();
                     let err = ((w as f64 - want) / want).abs();

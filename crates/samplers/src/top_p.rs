@@ -179,15 +179,16 @@ impl Found {
         let nbins = (self.positions.len() / PER_BIN).clamp(1, 1 << 16);
         let per_unit = nbins as f32 / (max - floor);
         self.logits.clear();
+        self.logits
+            .extend(self.positions.iter().map(|&pos| raw[pos as usize]));
         self.bins.clear();
+        self.bins.extend(self.logits.iter().map(|&l| {
+            // Saturating; NaN (0·inf) gives 0.
+            (((max - l) * per_unit) as u32).min(nbins as u32 - 1)
+        }));
         self.mass.clear();
         self.mass.resize(nbins, 0.0);
-        for &pos in &self.positions {
-            let l = raw[pos as usize];
-            // Saturating; NaN (0·inf) gives 0.
-            let b = (((max - l) * per_unit) as u32).min(nbins as u32 - 1);
-            self.logits.push(l);
-            self.bins.push(b);
+        for (&b, &pos) in self.bins.iter().zip(&self.positions) {
             self.mass[b as usize] += weights[pos as usize] as f64;
         }
     }

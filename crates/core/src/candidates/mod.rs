@@ -31,7 +31,9 @@ mod top;
 ///   drops them.
 /// - **The largest raw logit** is cached: [`Candidates::load_owned`] finds it in the same read
 ///   that checks the vector, [`Candidates::set_logit`] keeps it up to date, and the first
-///   stage that needs it after any other change computes it once.
+///   stage that needs it after any other change computes it once. The same read leaves a raw
+///   logit that at least 32 candidates reach, where [`Candidates::keep_top`] starts its scan
+///   (a hint only: edits of single logits keep it).
 ///
 /// Logits are never NaN (loading reads NaN as `-inf`) and never `+inf` (loading reads it as
 /// `f32::MAX`). A `-inf` logit is a masked candidate: it has probability 0 and is not reported
@@ -47,6 +49,8 @@ pub struct Candidates {
     probs_total: f64,
     /// The largest raw logit, when known.
     max: Option<f32>,
+    /// A raw logit that about 32 candidates reach, when known (see the type's doc).
+    reached_by_32: Option<f32>,
     scale: f32,
     selected: Option<usize>,
     vocab_size: usize,
@@ -80,6 +84,7 @@ impl Candidates {
             probs_valid: false,
             probs_total: 0.0,
             max: None,
+            reached_by_32: None,
             scale: 1.0,
             selected: None,
             vocab_size: 0,
@@ -133,15 +138,15 @@ impl Candidates {
     pub fn load_owned(&mut self, logits: Vec<f32>) -> usize {
         self.logits = logits;
         let mut nan = 0;
-        let max = math::max_if_clean(&self.logits);
-        if max.is_none() {
+        let peaks = math::max_if_clean(&self.logits);
+        if peaks.is_none() {
             for x in &mut self.logits {
                 nan += usize::from(x.is_nan());
                 *x = math::sanitize(*x);
             }
         }
         self.reset_dense();
-        self.max = max;
+        (self.max, self.reached_by_32) = (peaks.map(|p| p.0), peaks.map(|p| p.1));
         nan
     }
 
@@ -191,7 +196,7 @@ impl Candidates {
         self.dense = true;
         self.sorted = false;
         self.probs_valid = false;
-        self.max = None;
+        self.forget_peaks();
         self.scale = 1.0;
         self.selected = None;
         self.vocab_size = self.logits.len();
@@ -281,7 +286,7 @@ impl Candidates {
                 *x = math::sanitize(*x * factor);
             }
             self.sorted = false;
-            self.max = None;
+            self.forget_peaks();
         }
     }
     /// The factor not yet applied to [`Candidates::raw_logits`].
@@ -303,7 +308,7 @@ impl Candidates {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
-        self.max = None;
+        self.forget_peaks();
         &mut self.logits
     }
     /// Sets the logit (scale applied) of candidate `i`. NaN is stored as `-inf` and `+inf` as
@@ -338,7 +343,7 @@ impl Candidates {
         self.materialize();
         self.sorted = false;
         self.probs_valid = false;
-        self.max = None;
+        self.forget_peaks();
         self.selected = None;
         (&mut self.ids, &mut self.logits)
     }
@@ -353,8 +358,21 @@ impl Candidates {
             }
             // The scale is positive and rounding is monotone: the largest stays the largest.
             self.max = self.max.map(|m| (m * s).min(f32::MAX));
+            self.reached_by_32 = self.reached_by_32.map(|m| (m * s).min(f32::MAX));
             self.scale = 1.0;
         }
+    }
+
+    /// Drops the cached largest logit and the top-k hint (after a change to many logits).
+    fn forget_peaks(&mut self) {
+        self.max = None;
+        self.reached_by_32 = None;
+    }
+
+    /// A raw logit about 32 candidates reach, from loading (see the type's doc): where a
+    /// top-k scan may start. `None` when not known.
+    pub(super) fn top_hint(&self) -> Option<f32> {
+        self.reached_by_32
     }
 
     /// Switches to explicit ids.

@@ -19,7 +19,7 @@ impl Candidates {
             self.probs.truncate(n);
             self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
-        self.max = None;
+        self.forget_peaks();
         self.selected = None;
     }
 
@@ -33,7 +33,7 @@ impl Candidates {
             self.probs.drain(..n);
             self.keep_probs_if_precise(self.probs.iter().map(|&p| p as f64).sum());
         }
-        self.max = None;
+        self.forget_peaks();
         self.selected = None;
     }
 
@@ -116,7 +116,7 @@ impl Candidates {
             self.probs.truncate(n);
             self.keep_probs_if_precise(kept_total);
         }
-        self.max = None;
+        self.forget_peaks();
         self.selected = None;
     }
 
@@ -152,7 +152,7 @@ impl Candidates {
         self.logits.clear();
         self.logits.extend_from_slice(&logits);
         self.dense = false;
-        self.max = None;
+        self.forget_peaks();
         self.selected = None;
     }
 }

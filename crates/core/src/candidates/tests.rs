@@ -347,3 +347,26 @@ fn keep_top_is_exact_when_the_sample_holds_the_best() {
         assert_eq!(pairs(&c), top_by_sorting(&logits, k), "k = {k}");
     }
 }
+
+#[test]
+fn keep_top_is_exact_when_edits_leave_too_few_above_the_load_hint() {
+    // load_owned leaves a start for the running scan that about 32 logits reach; lowering
+    // the best 200 after loading leaves fewer than k above it, and the scan must start over.
+    // Distinct logits (a permutation of 0..n), so the start is not one big tie.
+    let n: u64 = 300_000;
+    let mut logits: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32).collect();
+    let mut c = Candidates::new();
+    c.load_owned(logits.clone());
+    for (id, _) in top_by_sorting(&logits, 200) {
+        c.set_logit(id as usize, -10.0);
+        logits[id as usize] = -10.0;
+    }
+    c.keep_top(40);
+    assert_eq!(pairs(&c), top_by_sorting(&logits, 40));
+    // Untouched, the hint serves as is.
+    let logits: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32).collect();
+    let mut c = Candidates::new();
+    c.load_owned(logits.clone());
+    c.keep_top(60);
+    assert_eq!(pairs(&c), top_by_sorting(&logits, 60));
+}

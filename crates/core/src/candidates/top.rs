@@ -78,11 +78,24 @@ impl Candidates {
     /// raised each time the buffer of contenders fills; few logits ever reach it, so the scan
     /// runs at the speed of reading.
     ///
-    /// The threshold starts at the third best of a strided sample of `SAMPLE` logits, which
-    /// about `3·len / SAMPLE` logits reach. Fewer than `k` do only if three of the sample are
-    /// among the best `k`, which happens with probability below `(k·SAMPLE/len)³/6 < 2%`; then
-    /// the scan is run again from the lowest finite logit.
+    /// The threshold starts at the logit about 32 candidates reached when loaded (the
+    /// smallest of 32 lane maxima; usually some 130 reach it, and at least 32 unless logits
+    /// were edited since), else at the third best of a strided sample of `SAMPLE` logits,
+    /// which about `3·len / SAMPLE` reach. If fewer than `k` reach the start, the scan runs
+    /// again from the lowest finite logit: for the sample that takes three of it among the
+    /// best `k`, with probability below `(k·SAMPLE/len)³/6 < 2%`.
     fn top_by_running_threshold(&self, k: usize) -> Vec<u32> {
+        let start = self.top_hint().unwrap_or_else(|| self.sample_third_best());
+        let start = start.max(f32::MIN); // -inf (too few finite) scans from the lowest
+        let found = self.running_top(k, start);
+        if found.len() < k && start > f32::MIN {
+            return self.running_top(k, f32::MIN);
+        }
+        found
+    }
+
+    /// The third best of a strided sample of `SAMPLE` logits (`-inf` if fewer are finite).
+    fn sample_third_best(&self) -> f32 {
         let n = self.len();
         let mut best3 = [f32::NEG_INFINITY; 3];
         for j in 0..SAMPLE {
@@ -92,12 +105,7 @@ impl Candidates {
                 best3.sort_unstable_by(|a, b| b.total_cmp(a));
             }
         }
-        let start = best3[2].max(f32::MIN); // -inf (too few finite) scans from the lowest
-        let found = self.running_top(k, start);
-        if found.len() < k && start > f32::MIN {
-            return self.running_top(k, f32::MIN);
-        }
-        found
+        best3[2]
     }
 
     /// The scan of [`Candidates::top_by_running_threshold`] from threshold `start`: the
