@@ -28,15 +28,18 @@
 //!    probabilities' `exp`, accurate to about `2e-7` where the mass is; the selector that
 //!    follows computes the probabilities of the few survivors itself);
 //! 2. a raw-logit floor `F` whose candidates hold mass `≥ p·Z`: guessed from a strided sample
-//!    (the sampled weight far below the maximum stands for the tail, which must stay under
-//!    `(1 − p)·Z`), then checked exactly: the candidates at or above `F` are found by one
-//!    threshold scan ([`sieve_core::math::positions_at_least`]) and their weights added; a
-//!    failed check lowers `F` and scans again;
+//!    (the sampled weight below `F` stands for the tail, which must stay under a share of
+//!    `(1 − p)·Z`, a margin for the sample's error), then checked exactly: the candidates
+//!    at or above `F` are found by one threshold scan
+//!    ([`sieve_core::math::positions_at_least`]) and their weights added; a failed check
+//!    lowers `F` (one unit of scaled logit, then to a depth that surely suffices) and scans
+//!    again;
 //! 3. the cut among those found: their mass in equal-width logit bins from the maximum down
 //!    (bins follow rank order, since a lower logit weighs less), a walk over the bins in rank
 //!    order to the one where the mass reaches `p·Z`, and only that bin sorted;
 //! 4. the survivors, those found that rank at or before the cut, in their current order
-//!    ([`Candidates::keep_positions`], one compaction).
+//!    ([`Candidates::keep_positions`], one compaction); if they are fewer than `min_keep`,
+//!    the `min_keep` best instead, sorted ([`Candidates::keep_top`]).
 //!
 //! Every operation and every order of additions is fixed, so the result is the same on every
 //! machine. It can differ from a walk over all the probabilities sorted only by rounding
@@ -60,6 +63,10 @@ const SAMPLE_BINS: usize = 128;
 const SAMPLE_BINS_PER_UNIT: f32 = 4.0;
 /// Found candidates per bin, on average, when looking for the cut.
 const PER_BIN: usize = 4;
+/// The share of the tail the nucleus may leave out, `(1 − p)·Z`, that the sampled tail below
+/// the guessed floor may hold: a margin for the sample's error (on normal logits the floor
+/// then finds about 1.8 times the survivors, and 2 guesses in 120 fall short).
+const TAIL_MARGIN: f64 = 0.65;
 
 /// The `top_p` stage.
 #[derive(Debug, Clone)]
@@ -132,7 +139,7 @@ fn nucleus(c: &Candidates, p: f64, weights: &mut Vec<f32>, found: &mut Found) ->
     // `Z − target` at `d = ln(n / (Z − target))`; then every finite candidate (only rounding
     // can get there).
     let sure = libm::logf((raw.len() as f64 / (total - target)) as f32) + 0.01;
-    let guess = guess_depth(raw, weights, max, scale, (total - target) * 0.65);
+    let guess = guess_depth(raw, weights, max, scale, (total - target) * TAIL_MARGIN);
     let depths = guess
         .into_iter()
         .flat_map(|d| [d, d + 1.0])
