@@ -1,5 +1,7 @@
 //! Vectorizable kernels over logit slices: the maximum, a fast `exp`, and the sum of
-//! exponentials. Written as fixed-width lane loops that LLVM turns into SIMD on the baseline
+//! exponentials (the softmax weights, exactly as every probability is computed; and a cheaper
+//! estimate of their sum, [`fast_weight_sum_below`], with a proven bound on its distance, for
+//! bounding mass where a decision does not need every weight). Written as fixed-width lane loops that LLVM turns into SIMD on the baseline
 //! target (SSE2 on x86-64, NEON on aarch64), so they need no `std`. The only `unsafe` is the
 //! AVX2 kernels of [`scan_at_least`] and [`positions_at_least`] and the `set_len` of the
 //! weights kernels, allowed there alone (the crate denies `unsafe_code`).
@@ -159,23 +161,15 @@ fn exp_up_to_high(x: f32) -> f32 {
     }
 }
 
-/// `2^f` for `|f| ≤ 1/2`: the degree-5 polynomial `1 + c₁f + … + c₅f⁵` closest to `2^f` in
-/// relative error (at most 9.2e-8; below 2e-7 evaluated in `f32` by Horner's rule, as here),
-/// exactly 1 at `f = 0`. Coefficients: a Lawson (iteratively reweighted least squares) fit of
-/// the relative error on 20 001 points of `[−1/2, 1/2]`.
+/// `2^f` for `|f| ≤ 1/2`: the degree-4 polynomial `1 + c₁f + … + c₄f⁴` closest to `2^f` in
+/// relative error (at most 2.82e-6; 2.913e-6 evaluated in `f32` by Horner's rule, as here,
+/// over every `f32` in the range), exactly 1 at `f = 0`. Coefficients: a Lawson (iteratively
+/// reweighted least squares) fit of the relative error on 20 001 points of `[−1/2, 1/2]`.
+/// Only for [`fast_weight`], whose error is bounded and never decides alone.
 #[inline(always)]
 fn pow2_fraction(f: f32) -> f32 {
-    // The fit's own c₁, a little below ln 2 (that is the minimax trade), not a rounded ln 2.
-    #[allow(clippy::approx_constant)]
-    const C: [f32; 5] = [
-        0.693_147,
-        0.240_222_42,
-        0.055_507_336,
-        0.009_671_513,
-        0.001_326_472_8,
-    ];
-    let p = C[4];
-    let p = p * f + C[3];
+    const C: [f32; 4] = [0.693_124_2, 0.240_240_99, 0.055_906_434, 0.009_582_855];
+    let p = C[3];
     let p = p * f + C[2];
     let p = p * f + C[1];
     let p = p * f + C[0];
@@ -206,34 +200,174 @@ pub fn exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>
     weights_to_vec(xs, out, |x| exp_up_to_high((x - shift) * scale))
 }
 
-/// Like [`exp_shifted_to_vec`], about 1.5 times as fast and a little less exact: for
-/// deciding on mass (where `top_p` cuts), not for the probabilities. The exponent is clamped
-/// to `[−126·ln 2, 0]`: a value above `shift` weighs 1, and one far below it (`-inf`
-/// included) weighs `2^-126` rather than less, which no decision on mass can see.
+/// The fast weight of `x ≤ shift`: `2^t` with `t = (x − shift)·per_unit`, `per_unit =
+/// scale·log₂e` (both rounded to `f32`), `t ≤ 0` raised to `−126` if below (`-inf` and NaN
+/// too): `t = n + f` (`n` an integer, `|f| ≤ 1/2`, `f` exact), `2^f` by [`pow2_fraction`], `n`
+/// added to its exponent bits. About 16 operations instead of [`exp`]'s 30 (`t` is not split
+/// against `ln 2`). See [`fast_weight_sum_below`] for how far it may be from the weight
+/// [`exp_shifted_into`] writes.
+#[inline(always)]
+fn fast_weight(x: f32, shift: f32, per_unit: f32) -> f32 {
+    let t = (x - shift) * per_unit;
+    // NaN (`0 · -inf`) becomes −126 too.
+    let t = if t > -126.0 { t } else { -126.0 };
+    let shifted = t + ROUND;
+    let f = t - (shifted - ROUND);
+    f32::from_bits(
+        pow2_fraction(f)
+            .to_bits()
+            .wrapping_add(shifted.to_bits() << 23),
+    )
+}
+
+/// Values per `f32` lane that [`fast_weight_sum_below`] adds before moving the lane's sum into
+/// `f64`.
+const FAST_SUM_RUN: usize = 8;
+
+/// Bound on the relative error of a fast weight, the part that does not grow with the
+/// exponent: the worst relative error of [`exp`] over every `f32` in `[−87.3, 0]`
+/// (8.14e-8) plus that of the fast `2^t` over every `f32` `t` in `[−124.5, 0]` (2.913e-6),
+/// both measured exhaustively against `f64` (`math::tests::exhaustive_error_bounds`, run
+/// with `--ignored` in release), rounded up.
+pub const FAST_WEIGHT_REL_BASE: f64 = 3.0e-6;
+
+/// Bound on the relative error of a fast weight per unit of `|e|`, `e = (x − shift)·scale`:
+/// the exponents of the two weights are rounded differently (`(x − shift)·scale` once, against
+/// `scale·log₂e` and `(x − shift)·per_unit` for the fast one), three roundings of at most
+/// `2^-24` relative, plus the relative error of `log₂e` as an `f32` (1.335e-8):
+/// `(1.335e-8 + 3·2^-24)·(1 + 2^-23) = 1.9217e-7`, rounded up.
+pub const FAST_WEIGHT_REL_PER_UNIT: f64 = 1.93e-7;
+
+/// The deepest `|e|` for which [`FAST_WEIGHT_REL_BASE`] and [`FAST_WEIGHT_REL_PER_UNIT`]
+/// bound a fast weight (below it the weights approach the smallest normal `f32`, and the fast
+/// one is clamped at `2^-126`); deeper than any `C ≤` this, both weights are below
+/// `1.01·e^-C`.
+pub const FAST_WEIGHT_MAX_DEPTH: f64 = 80.0;
+
+/// The sum of the fast weights of the values of `xs` below `floor` (`shift` the largest of
+/// `xs`, `scale > 0` with `scale·log₂e` finite): a cheaper stand-in for the sum of the weights
+/// [`exp_shifted_into`] writes for them, for bounding the mass of a tail (where `top_p`
+/// cuts), never for a probability.
 ///
-/// Each weight is `2^t` with `t = (x − shift)·(scale·log₂e)`: `t = n + f`, `2^f` by a
-/// degree-5 polynomial, `n` added to the exponent bits. That is about 20 operations a value
-/// instead of 30, as `t` is not split against `ln 2` the way [`exp`] splits `x`: the
-/// rounding of `t` then adds a relative error of about `|t|·1e-7`, so a weight is within
-/// about `(2 + |t|)·1e-7` of `e^((x − shift)·scale)` (2e-7 near the maximum, where the mass
-/// is; the exponent's own rounding makes any `f32` softmax about as far off out in the tail).
-/// The same operations and order of additions as [`exp_shifted_into`], so the same result on
-/// every machine.
-pub fn fast_exp_shifted_to_vec(xs: &[f32], shift: f32, scale: f32, out: &mut Vec<f32>) -> f64 {
+/// # How far from the exact weights
+/// Let `w_i` be the weight [`exp_shifted_into`] writes for `x_i` (exponent `e_i = (x_i −
+/// shift)·scale` in `f32`) and `v_i` the fast one. For `|e_i| ≤ 86` both are normal numbers
+/// and, from the exponents' roundings and the two kernels' own errors,
+/// `|ln(v_i / w_i)| ≤ FAST_WEIGHT_REL_BASE + FAST_WEIGHT_REL_PER_UNIT·|e_i|`; for `|e_i| > C`
+/// (`C ≤ FAST_WEIGHT_MAX_DEPTH`) both are below `1.01·e^-C`. No result depends on the
+/// target: the operations per value are fixed, without fused multiply-adds, and so is the
+/// order of additions.
+///
+/// # Order of additions
+/// In runs of 64 values, each of 8 `f32` lanes adds 8 terms (lane `j` the values at `j mod
+/// 8`; a value at or above `floor` adds 0), starting from 0; the run's lane sums are then
+/// added into 8 `f64` lanes; the `f64` lanes are added in order, then the values past the
+/// last whole run, in `f64`. So the result is within [`fast_weight_sum_rounding`] of the
+/// exact sum of those `v_i`: the rounding is relative to the tail's own mass, whatever lies
+/// above `floor`.
+pub fn fast_weight_sum_below(xs: &[f32], shift: f32, scale: f32, floor: f32) -> f64 {
     let per_unit = scale * LOG2E;
-    weights_to_vec(xs, out, |x| {
-        let t = (x - shift) * per_unit;
-        // NaN (`0 · -inf`) becomes −126 too.
-        let t = if t > -126.0 { t } else { -126.0 };
-        let t = if t < 0.0 { t } else { 0.0 };
-        let shifted = t + ROUND;
-        let f = t - (shifted - ROUND);
-        f32::from_bits(
-            pow2_fraction(f)
-                .to_bits()
-                .wrapping_add(shifted.to_bits() << 23),
-        )
-    })
+    let weight = |x: f32| {
+        let v = fast_weight(x, shift, per_unit);
+        if x < floor {
+            v
+        } else {
+            0.0
+        }
+    };
+    let mut acc = [0.0f64; LANES];
+    let mut runs = xs.chunks_exact(LANES * FAST_SUM_RUN);
+    for run in &mut runs {
+        let mut part = [0.0f32; LANES];
+        for x8 in run.chunks_exact(LANES) {
+            for i in 0..LANES {
+                part[i] += weight(x8[i]);
+            }
+        }
+        for i in 0..LANES {
+            acc[i] += part[i] as f64;
+        }
+    }
+    let mut total = 0.0f64;
+    for a in acc {
+        total += a;
+    }
+    for &x in runs.remainder() {
+        total += weight(x) as f64;
+    }
+    total
+}
+
+/// A bound on how far [`fast_weight_sum_below`] over `n` values, having returned `total`, is
+/// from the exact sum of the `f32` weights it adds, with room for `f64` sums of up to `n` of
+/// those weights beside it: each `f32` lane sum of 8 positive values is within `7u/(1 − 7u)` of theirs
+/// (`u = 2^-24`, seven roundings of partial sums no larger than the whole), and a sum of at
+/// most `n + 64` positive terms in `f64` within `(n + 64)·2^-53` of theirs.
+pub fn fast_weight_sum_rounding(total: f64, n: usize) -> f64 {
+    const U: f64 = 1.0 / (1u64 << 24) as f64;
+    let lanes = 7.0 * U / (1.0 - 7.0 * U);
+    let f64_sums = 2.0 * (n as f64 + 64.0) * (f64::EPSILON / 2.0);
+    (lanes + f64_sums) * 1.000_001 * total.max(0.0)
+}
+
+/// Writes `out[i]` = the fast weight of `xs[i]`: the value [`fast_weight_sum_below`] adds for
+/// it, bit for bit.
+///
+/// # Panics
+/// If `out` is shorter than `xs`.
+pub fn fast_weights_into(xs: &[f32], shift: f32, scale: f32, out: &mut [f32]) {
+    let per_unit = scale * LOG2E;
+    for (o, &x) in out[..xs.len()].iter_mut().zip(xs) {
+        *o = fast_weight(x, shift, per_unit);
+    }
+}
+
+/// The sum of `xs` in `f64`: 8 `f64` lanes (lane `j` the values at `j mod 8`, in order),
+/// added in order, then the values past the last multiple of 8. Fixed order, vectorizes.
+pub fn sum_f64(xs: &[f32]) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for i in 0..LANES {
+            acc[i] += chunk[i] as f64;
+        }
+    }
+    let mut total = 0.0f64;
+    for &a in &acc {
+        total += a;
+    }
+    for &x in tail {
+        total += x as f64;
+    }
+    total
+}
+
+/// The sum in `f64` of the `ws[i]` whose `xs[i]` is below `floor`, in the order of
+/// [`sum_f64`].
+///
+/// # Panics
+/// If `ws` is shorter than `xs`.
+pub fn sum_f64_below(xs: &[f32], ws: &[f32], floor: f32) -> f64 {
+    let ws = &ws[..xs.len()];
+    let mut acc = [0.0f64; LANES];
+    let chunks = xs.chunks_exact(LANES).zip(ws.chunks_exact(LANES));
+    for (x8, w8) in chunks {
+        for i in 0..LANES {
+            acc[i] += if x8[i] < floor { w8[i] as f64 } else { 0.0 };
+        }
+    }
+    let mut total = 0.0f64;
+    for &a in &acc {
+        total += a;
+    }
+    let whole = xs.len() / LANES * LANES;
+    for (&x, &w) in xs[whole..].iter().zip(&ws[whole..]) {
+        if x < floor {
+            total += w as f64;
+        }
+    }
+    total
 }
 
 /// [`weights_kernel`] into a vector, whose contents it replaces without first zeroing them.
@@ -738,36 +872,160 @@ mod tests {
         }
     }
 
-    #[test]
-    fn fast_weights_stay_close_to_exp() {
-        // Within (2 + |t|)·1e-7 of e^((x − shift)·scale), t the exponent in base 2; exactly
-        // 1 at the maximum (and above it), 2^-126 at most far below; the sum is the sum of
-        // the outputs.
-        let xs: Vec<f32> = (0..5000)
-            .map(|i| match i % 1000 {
-                0 => f32::NEG_INFINITY,
-                1 => 3.5, // above the shift
-                _ => -60.0 + i as f32 * 0.0127,
+    /// `(shift, scale, values)`: values from the maximum down to far below it (`-inf` too),
+    /// at several scales.
+    fn depths() -> Vec<(f32, f32, Vec<f32>)> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        [1.0f32, 1.0 / 0.7, 0.3, 3.0, 1e-3, 50.0, 1e-30]
+            .into_iter()
+            .map(|scale| {
+                let shift = 3.0 + 20.0 * next();
+                let xs = (0..20_000)
+                    .map(|i| match i % 1000 {
+                        0 => f32::NEG_INFINITY,
+                        1 => shift,
+                        _ => shift - next() * next() * 100.0 / scale.clamp(0.05, 1.0),
+                    })
+                    .collect();
+                (shift, scale, xs)
             })
-            .collect();
-        for scale in [1.0f32, 1.0 / 0.7, 0.3] {
-            let mut out = Vec::new();
-            let total = fast_exp_shifted_to_vec(&xs, 3.0, scale, &mut out);
-            for (&x, &w) in xs.iter().zip(&out) {
-                let e = ((x as f64 - 3.0) * scale as f64).min(0.0);
-                let t = e * core::f64::consts::LOG2_E;
-                if t < -125.5 {
-                    assert!(w < 1.7e-38, "x = {x}: {w}"); // at most 2^-125.5
+            .collect()
+    }
+
+    #[test]
+    fn fast_weights_are_within_their_documented_bound() {
+        // |ln(v/w)| ≤ BASE + PER_UNIT·|e| for |e| ≤ 86, both below 1.01·e^-C deeper than any
+        // C ≤ 80; exactly 1 at the maximum; 2^-126 (the clamp) for -inf, whose weight is 0.
+        let mut worst = 0.0f64;
+        for (shift, scale, xs) in depths() {
+            let mut exact = alloc::vec![0.0; xs.len()];
+            exp_shifted_into(&xs, shift, scale, &mut exact);
+            let mut fast = alloc::vec![0.0; xs.len()];
+            fast_weights_into(&xs, shift, scale, &mut fast);
+            for ((&x, &w), &v) in xs.iter().zip(&exact).zip(&fast) {
+                let e = ((x - shift) * scale) as f64;
+                if x == shift {
+                    assert_eq!((v, w), (1.0, 1.0));
+                } else if x == f32::NEG_INFINITY {
+                    assert_eq!((v, w), (f32::from_bits(1 << 23), 0.0));
+                } else if e.abs() <= 86.0 {
+                    let bound = FAST_WEIGHT_REL_BASE + FAST_WEIGHT_REL_PER_UNIT * e.abs();
+                    let off = (v as f64 / w as f64).ln().abs();
+                    assert!(off <= bound, "x {x}, scale {scale}: {v} vs {w}");
+                    worst = worst.max(off / bound);
                 } else {
-                    let want = e.exp();
-                    let err = ((w as f64 - want) / want).abs();
-                    assert!(err < (2.0 + t.abs()) * 1e-7, "x = {x}: {w} vs {want}");
+                    let below = 1.01 * (-e.abs().min(FAST_WEIGHT_MAX_DEPTH)).exp();
+                    assert!((v as f64) < below && (w as f64) < below, "x {x}: {v}, {w}");
                 }
             }
-            assert_eq!(out[1], 1.0);
-            let direct: f64 = out.iter().map(|&w| w as f64).sum();
-            assert!((total - direct).abs() / direct < 1e-6);
         }
+        assert!(
+            worst > 0.05,
+            "the bound is far too loose to be tested: {worst}"
+        );
+    }
+
+    #[test]
+    fn the_fast_sum_adds_the_fast_weights_below_the_floor_in_its_documented_order() {
+        for (shift, scale, xs) in depths() {
+            for floor in [
+                f32::INFINITY,
+                shift,
+                shift - 5.0 / scale,
+                shift - 40.0 / scale,
+            ] {
+                for len in [0, 1, 63, 64, 65, 1000, xs.len()] {
+                    let xs = &xs[..len];
+                    let mut v = alloc::vec![0.0f32; len];
+                    fast_weights_into(xs, shift, scale, &mut v);
+                    for (w, &x) in v.iter_mut().zip(xs) {
+                        if x >= floor {
+                            *w = 0.0;
+                        }
+                    }
+                    let mut lanes = [0.0f64; LANES];
+                    let runs = len / 64 * 64;
+                    for run in v[..runs].chunks_exact(64) {
+                        let mut part = [0.0f32; LANES];
+                        for (k, &w) in run.iter().enumerate() {
+                            part[k % LANES] += w;
+                        }
+                        for i in 0..LANES {
+                            lanes[i] += part[i] as f64;
+                        }
+                    }
+                    let mut want = 0.0f64;
+                    for l in lanes {
+                        want += l;
+                    }
+                    for &w in &v[runs..] {
+                        want += w as f64;
+                    }
+                    let got = fast_weight_sum_below(xs, shift, scale, floor);
+                    assert_eq!(got.to_bits(), want.to_bits(), "len {len}, floor {floor}");
+                    let exact: f64 = v.iter().map(|&w| w as f64).sum();
+                    assert!((got - exact).abs() <= fast_weight_sum_rounding(got, len));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f64_sums_add_in_their_documented_order() {
+        let xs = assorted(1003, 9);
+        let ws: Vec<f32> = xs.iter().map(|&x| exp(sanitize(x) - 8.0)).collect();
+        let mut lanes = [0.0f64; LANES];
+        for (k, &w) in ws[..1000].iter().enumerate() {
+            lanes[k % LANES] += w as f64;
+        }
+        let want = lanes.iter().sum::<f64>() + ws[1000..].iter().map(|&w| w as f64).sum::<f64>();
+        assert_eq!(sum_f64(&ws).to_bits(), want.to_bits());
+        for floor in [f32::NEG_INFINITY, -3.0, 0.0, 2.0, 9.0] {
+            let direct: f64 = (0..xs.len())
+                .filter(|&i| xs[i] < floor)
+                .map(|i| ws[i] as f64)
+                .sum();
+            let got = sum_f64_below(&xs, &ws, floor);
+            assert!((got - direct).abs() <= 1e-15 * direct, "floor {floor}");
+        }
+    }
+
+    /// The worst relative error of `f`'s value at every `f32` in `[lo, 0]` against `want`.
+    fn worst_over(lo: f32, f: impl Fn(f32) -> f32, want: impl Fn(f64) -> f64) -> f64 {
+        let mut worst = 0.0f64;
+        let mut check = |x: f32| {
+            let (got, want) = (f(x) as f64, want(x as f64));
+            worst = worst.max(((got - want) / want).abs());
+        };
+        let mut bits = 0x8000_0000u32; // -0.0, then down
+        while f32::from_bits(bits) >= lo {
+            check(f32::from_bits(bits));
+            bits += 1;
+        }
+        worst
+    }
+
+    /// The two measured constants in [`FAST_WEIGHT_REL_BASE`], over every `f32` input (about
+    /// 2·10^9 values; a few minutes in release:
+    /// `cargo test --release -p sieve-core exhaustive -- --ignored`).
+    #[test]
+    #[ignore]
+    fn exhaustive_error_bounds() {
+        let exp_worst = worst_over(-87.3, exp_up_to_high, f64::exp);
+        let fast_worst = worst_over(
+            -124.5,
+            |t| fast_weight(t, 0.0, 1.0),
+            |t| (t as f32 as f64).exp2(),
+        );
+        assert!(exp_worst <= 8.14e-8, "exp: {exp_worst}");
+        assert!(fast_worst <= 2.913e-6, "fast 2^t: {fast_worst}");
+        assert!((exp_worst + fast_worst) * (1.0 + 1e-6) <= FAST_WEIGHT_REL_BASE);
     }
 
     #[test]
