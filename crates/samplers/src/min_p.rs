@@ -6,6 +6,19 @@
 //! `l_i ≥ l_max + ln p` (no softmax needed). If fewer than `min_keep` candidates pass, keep the
 //! `min_keep` most likely instead.
 //!
+//! # How the cut is decided
+//! By one `f32` comparison per candidate, `l_i ≥ t` with `t = l_max + logf(p)` (one rounding),
+//! where `l_i` and `l_max` are the logits with any pending temperature applied as
+//! [`Candidates::logit`] applies it (`(raw·scale).min(f32::MAX)`): the comparison llama.cpp
+//! makes. The vectorized scan that finds the survivors only narrows which candidates are
+//! compared (raw logits at or above a raw floor checked to lie below every candidate that
+//! passes, see [`Candidates::positions_with_logit_at_least`]); the comparison itself is made
+//! on each of them as written. So every build (AVX2 or portable, with or without FMA) keeps
+//! the same candidates, and no exponential, exact or approximate, takes part. In probability
+//! space this is `p_i ≥ p·p_max` up to the roundings of `ln p` and of the sum (an ulp of `t`);
+//! HF compares softmax probabilities in `f32`, so a candidate within that of the threshold
+//! can fall the other way there.
+//!
 //! # Reference
 //! Nguyen et al., *Turning Up the Heat: Min-p Sampling for Creative and Coherent LLM Outputs*
 //! (arXiv:2407.01082); llama.cpp `llama_sampler_min_p` (the log-space threshold, in `f32`);
@@ -19,7 +32,8 @@
 //!   vectorized read: the maximum is known from loading ([`Candidates::max_logit`]), the
 //!   survivors are found by one threshold scan
 //!   ([`Candidates::positions_with_logit_at_least`]) and kept by one compaction over them
-//!   ([`Candidates::keep_positions`]); no exponential is computed.
+//!   ([`Candidates::keep_positions`]); no exponential is computed. `min_keep > 1` counts the
+//!   survivors of the same scan.
 //! - Fallback (fewer than `min_keep` pass): the `min_keep` best, sorted by descending logit,
 //!   ties to the lower id (llama.cpp also sorts there).
 //! - Masked (`-inf`) candidates are always dropped (the threshold is finite: `ln p ≥ −103.3`
@@ -240,6 +254,44 @@ mod tests {
         c.scale_logits(2.0);
         assert_eq!(ids(&run(p, 2, &mut c)), vec![0, 1]);
         assert_eq!(ids(&run_dense(p, 1, &[0.0, -1.0, -2.0])), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn decides_exactly_as_the_plain_comparison() {
+        // Against `logit(i) >= max_logit + logf(p)` over every candidate, with pending
+        // temperatures, on logits placed at, just above and just below thresholds.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let base: Vec<f32> = (0..5000).map(|_| (next() - 0.5) * 20.0).collect();
+        for scale in [1.0f32, 1.0 / 0.7, 1.5, 0.1, 3.0e-3] {
+            for p in [0.05f32, 0.1, 0.5, 0.9, 1.0, 1e-9] {
+                let mut logits = base.clone();
+                let top = logits.iter().copied().fold(NEG_INF, f32::max);
+                // Raw logits whose scaled value sits at the threshold and its neighbours.
+                let t = (top * scale).min(f32::MAX) + libm::logf(p);
+                for (k, at) in [t.next_down(), t, t.next_up()].into_iter().enumerate() {
+                    for j in 0..3 {
+                        logits[100 * (3 * k + j) + 7] =
+                            at / scale * (1.0 + (j as f32 - 1.0) * 1e-7);
+                    }
+                }
+                logits[4242] = NEG_INF;
+                let mut c = Candidates::from_logits(&logits);
+                c.scale_logits(scale);
+                let threshold = c.max_logit() + libm::logf(p);
+                let want: Vec<u32> = c
+                    .iter()
+                    .filter(|&(_, l)| l >= threshold)
+                    .map(|(id, _)| id)
+                    .collect();
+                assert_eq!(ids(&run(p, 1, &mut c)), want, "scale {scale}, p {p}");
+            }
+        }
     }
 
     #[test]
