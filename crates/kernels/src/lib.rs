@@ -17,6 +17,7 @@
 //! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
 //! | [`attend`] | causal attention of one sequence against its key/value cache |
 //! | [`reference_dot`] | the reduction order, in plain scalar code |
+//! | [`math`] | `exp` and SiLU in a fixed sequence of `f32` operations (vectorizable) |
 //! | [`Isa`] | which instruction set a call uses (detected at run time) |
 //! | [`set_threads`] | the size of the global thread pool the kernels run on |
 //!
@@ -28,6 +29,7 @@ mod attend;
 mod dtype;
 mod error;
 mod isa;
+pub mod math;
 mod matmul;
 mod reference;
 mod simd;
