@@ -13,11 +13,11 @@
 
 use burn_tensor::activation::softmax;
 use burn_tensor::backend::Backend;
-use burn_tensor::{Tensor, TensorData};
+use burn_tensor::Tensor;
 use sieve_kernels as kernels;
 
 use super::cache::LayerCache;
-use super::kernels::Kernels;
+use super::kernels::{from_rows, to_rows, Kernels};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
@@ -133,6 +133,9 @@ impl<B: Backend> Attention<B> {
     /// # Shapes
     /// `x`: `[Σ rows, hidden]` → `[Σ rows, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
+        if self.kernels == Kernels::Host {
+            return self.forward_on_host(x, seqs);
+        }
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
         // The per-head norm sees each head's `d` features as one row.
@@ -181,9 +184,6 @@ impl<B: Backend> Attention<B> {
         let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
         let q = seq.rope.apply(heads(q, h));
         let k = seq.rope.apply(heads(k, kv));
-        if self.kernels == Kernels::Host {
-            return self.attend_on_host(q, k, v, seq);
-        }
         let (k, v) = seq.cache.append(k, heads(v, kv));
 
         let past = seq.past;
@@ -200,27 +200,23 @@ impl<B: Backend> Attention<B> {
         out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d])
     }
 
-    /// Attention with `sieve_kernels::attend` against the host cache: each query row sees
-    /// exactly its visible keys, in a fixed order, so `n` tokens in one pass give the bits
-    /// of `n` passes of one.
-    ///
-    /// # Shapes
-    /// `q`: `[heads, n, d]` and `k`: `[kv_heads, n, d]` (rotated), `v`: `[n, kv_heads·d]` →
-    /// `[n, heads·d]`.
-    fn attend_on_host(
-        &self,
-        q: Tensor<B, 3>,
-        k: Tensor<B, 3>,
-        v: Tensor<B, 2>,
-        seq: &mut SeqAttention<'_, B>,
-    ) -> Tensor<B, 2> {
-        let [h, n, d] = q.dims();
-        let kv = self.num_kv_heads;
-        let device = q.device();
-        let q = to_host(q.swap_dims(0, 1));
-        let (keys, values) =
-            seq.cache
-                .append_host(&to_host(k.swap_dims(0, 1)), &to_host(v), kv * d);
+    /// [`Attention::forward`] on the host ([`Kernels::Host`]): the rows are read back once,
+    /// the projections, per-head norms, RoPE and the cache append work on row-major host
+    /// buffers, and attention runs in `sieve_kernels::attend` — each query row sees exactly
+    /// its visible keys in a fixed order, so `n` tokens in one pass give the bits of `n`
+    /// passes of one.
+    fn forward_on_host(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
+        let [n, hidden] = x.dims();
+        let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let device = x.device();
+        let x = to_rows(x);
+        let mut q = self.q_proj.forward_host(&x, n);
+        let mut k = self.k_proj.forward_host(&x, n);
+        let v = self.v_proj.forward_host(&x, n);
+        if let Some((q_norm, k_norm)) = &self.qk_norm {
+            q_norm.forward_host(&mut q);
+            k_norm.forward_host(&mut k);
+        }
         let shape = kernels::Attention {
             heads: h,
             kv_heads: kv,
@@ -230,12 +226,20 @@ impl<B: Backend> Attention<B> {
             softcap: self.logit_softcap.map(|c| c as f32),
         };
         let mut out = vec![0f32; n * h * d];
-        kernels::attend(&shape, &q, seq.past, keys, values, &mut out);
-        Tensor::from_data(TensorData::new(out, [n, h * d]), &device)
+        let mut row = 0;
+        for seq in seqs.iter_mut() {
+            let rows = row..row + seq.rows;
+            let q = &mut q[rows.start * h * d..rows.end * h * d];
+            let k = &mut k[rows.start * kv * d..rows.end * kv * d];
+            seq.rope.apply_host(q, h);
+            seq.rope.apply_host(k, kv);
+            let v = &v[rows.start * kv * d..rows.end * kv * d];
+            let (keys, values) = seq.cache.append_host(k, v, kv * d);
+            let out = &mut out[rows.start * h * d..rows.end * h * d];
+            kernels::attend(&shape, q, seq.past, keys, values, out);
+            row = rows.end;
+        }
+        let out = self.o_proj.forward_host(&out, n);
+        from_rows(out, n, hidden, &device)
     }
-}
-
-/// The values of a float tensor in row-major order, on the host.
-pub(crate) fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
 }

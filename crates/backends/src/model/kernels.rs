@@ -12,3 +12,22 @@ pub enum Kernels {
     /// The Burn backend's own tensor operations (CUDA).
     Backend,
 }
+
+/// The values of a 2-D float tensor as row-major `f32` rows on the host (the backend's buffer
+/// itself when it can be taken as it is).
+pub(crate) fn to_rows<B: burn_tensor::backend::Backend>(x: burn_tensor::Tensor<B, 2>) -> Vec<f32> {
+    x.into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("converted to f32")
+}
+
+/// A `[n, width]` tensor holding the row-major `rows`.
+pub(crate) fn from_rows<B: burn_tensor::backend::Backend>(
+    rows: Vec<f32>,
+    n: usize,
+    width: usize,
+    device: &B::Device,
+) -> burn_tensor::Tensor<B, 2> {
+    burn_tensor::Tensor::from_data(burn_tensor::TensorData::new(rows, [n, width]), device)
+}
