@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use std::cell::RefCell;
 
-use crate::reference::fixed_sum;
+use crate::reference::fold;
 use crate::simd::{self, AttnRow, Gemm, Scores, Values};
 use crate::{math, Dtype, Isa, LANES};
 
@@ -187,7 +187,7 @@ fn group_rows(
     unsafe { simd::gemm_cols(isa, &g, 0, nt, &mut Vec::new()) };
 
     for (r, s) in scores.chunks_mut(nt).enumerate() {
-        let z = softmax_numerators(cfg, s);
+        let z = softmax_numerators(isa, cfg, s);
         let o = &mut out[r * d..][..d];
         simd::weighted_sum(isa, s, &values[first..], ld, o);
         for v in o.iter_mut() {
@@ -197,40 +197,71 @@ fn group_rows(
 }
 
 /// Turns the dot products `s` of one query row with its visible keys into the numerators of
-/// its softmax, `e_t = exp(scale·s_t (soft-capped) − max)`, and returns their sum `Z` in
-/// [`fixed_sum`]'s order. Shared by both paths, so a row's weights do not depend on the path.
-fn softmax_numerators(cfg: &Attention, s: &mut [f32]) -> f32 {
-    for v in s.iter_mut() {
-        *v *= cfg.scale;
+/// its softmax, `e_t = exp(scale·s_t (soft-capped) − max)`, and returns their sum `Z` in the
+/// 16-lane order (lane `l` adds the indices `≡ l (mod 16)` in increasing order, then the lane
+/// tree [`fold`]). Shared by both paths, so a row's weights do not depend on the path.
+///
+/// Plain `f32` operations only (no fused multiply-adds: Rust never contracts), so the compiler
+/// may vectorize it at any width with the same bits; with AVX-512 it is compiled 16 lanes wide.
+fn softmax_numerators(isa: Isa, cfg: &Attention, s: &mut [f32]) -> f32 {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked that `isa` is available.
+        Isa::Avx512 => unsafe { softmax_avx512(cfg, s) },
+        _ => softmax_plain(cfg, s),
     }
-    if let Some(cap) = cfg.softcap {
-        for v in s.iter_mut() {
-            *v = cap * (*v / cap).tanh();
-        }
-    }
-    let max = lanes_max(s);
-    for v in s.iter_mut() {
-        *v = math::exp(*v - max);
-    }
-    fixed_sum(s)
 }
 
-/// The largest value of `s` (NaNs ignored; `-∞` if empty), kept in 16 running maxima so the
-/// loop vectorizes. Only the sign of a zero maximum could depend on the order, and `x − max`
-/// is then the same for every `x` but `±0`, whose exponential is `1` either way.
-fn lanes_max(s: &[f32]) -> f32 {
+/// [`softmax_plain`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/DQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+unsafe fn softmax_avx512(cfg: &Attention, s: &mut [f32]) -> f32 {
+    softmax_plain(cfg, s)
+}
+
+/// The body of [`softmax_numerators`], in two passes of 16-lane chunks: scale (and cap) with
+/// 16 running maxima, then the exponentials with the 16 running sums.
+#[inline(always)]
+fn softmax_plain(cfg: &Attention, s: &mut [f32]) -> f32 {
     let bigger = |a: f32, b: f32| if b > a { b } else { a };
+    let scaled = |v: f32| {
+        let v = v * cfg.scale;
+        match cfg.softcap {
+            Some(cap) => cap * (v / cap).tanh(),
+            None => v,
+        }
+    };
     let mut m = [f32::NEG_INFINITY; LANES];
-    let mut chunks = s.chunks_exact(LANES);
+    let mut chunks = s.chunks_exact_mut(LANES);
     for c in &mut chunks {
-        for (m, &v) in m.iter_mut().zip(c) {
-            *m = bigger(*m, v);
+        for l in 0..LANES {
+            c[l] = scaled(c[l]);
+            m[l] = bigger(m[l], c[l]);
         }
     }
-    for (m, &v) in m.iter_mut().zip(chunks.remainder()) {
-        *m = bigger(*m, v);
+    for (m, v) in m.iter_mut().zip(chunks.into_remainder()) {
+        *v = scaled(*v);
+        *m = bigger(*m, *v);
     }
-    m.into_iter().fold(f32::NEG_INFINITY, bigger)
+    // Only the sign of a zero maximum could depend on the order, and `x − max` is then the
+    // same for every `x` but `±0`, whose exponential is `1` either way.
+    let max = m.into_iter().fold(f32::NEG_INFINITY, bigger);
+    let mut acc = [0f32; LANES];
+    let mut chunks = s.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = math::exp(c[l] - max);
+            acc[l] += c[l];
+        }
+    }
+    for (a, v) in acc.iter_mut().zip(chunks.into_remainder()) {
+        *v = math::exp(*v - max);
+        *a += *v;
+    }
+    fold(acc)
 }
 
 /// Query positions per task of the blocked path.
@@ -391,7 +422,7 @@ fn block_task(
             let s = unsafe {
                 std::slice::from_raw_parts_mut(desc.scores.add(desc.lo - base), desc.hi - desc.lo)
             };
-            z.push(softmax_numerators(cfg, s));
+            z.push(softmax_numerators(isa, cfg, s));
         }
         let v = Values {
             v: values[kvh * d..].as_ptr(),

@@ -80,30 +80,52 @@ pub(crate) struct Values {
 /// position (`lo` and `hi` nondecreasing); `L`'s features are enabled.
 #[inline(always)]
 pub(super) unsafe fn scores<L: Lanes>(rows: &[AttnRow], s: &Scores) {
-    let mut j = 0;
-    while j < rows.len() {
-        let r = L::ATTN_ROWS.min(rows.len() - j);
-        let group = &rows[j..j + r];
-        match r {
-            1 => scores_rows::<L, 1>(group, s),
-            2 => scores_rows::<L, 2>(group, s),
-            3 => scores_rows::<L, 3>(group, s),
-            4 => scores_rows::<L, 4>(group, s),
-            other => unreachable!("no score tile for {other} rows"),
+    let Some(last) = rows.last() else { return };
+    // A few key blocks at a time (about 16 KiB: they stay in L1), each read by every row.
+    let step = (PASS_BYTES / (s.chunks * LANES * LANES * 4)).max(1);
+    let (b_lo, b_hi) = (rows[0].lo / LANES, last.hi.div_ceil(LANES));
+    let mut p0 = b_lo;
+    while p0 < b_hi {
+        let p1 = (p0 + step).min(b_hi);
+        let mut j = 0;
+        while j < rows.len() {
+            let r = L::ATTN_ROWS.min(rows.len() - j);
+            let group = &rows[j..j + r];
+            // Sorted rows: the union of their ranges runs from the first `lo` to the last
+            // `hi`.
+            let b0 = (group[0].lo / LANES).max(p0);
+            let b1 = group[r - 1].hi.div_ceil(LANES).min(p1);
+            // Heads of 64 and 128 (4 and 8 chunks) get their chunk loop unrolled.
+            match (r, s.chunks) {
+                (1, _) => scores_rows::<L, 1, 0>(group, s, b0, b1),
+                (2, _) => scores_rows::<L, 2, 0>(group, s, b0, b1),
+                (3, _) => scores_rows::<L, 3, 0>(group, s, b0, b1),
+                (4, 4) => scores_rows::<L, 4, 4>(group, s, b0, b1),
+                (4, 8) => scores_rows::<L, 4, 8>(group, s, b0, b1),
+                (4, _) => scores_rows::<L, 4, 0>(group, s, b0, b1),
+                (other, _) => unreachable!("no score tile for {other} rows"),
+            }
+            j += r;
         }
-        j += r;
+        p0 = p1;
     }
 }
 
+/// Bytes of keys or values one pass of the row tiles goes over (kept in L1).
+const PASS_BYTES: usize = 16 * 1024;
+
+/// Key blocks `b0..b1` for the rows of one register tile.
 #[inline(always)]
-unsafe fn scores_rows<L: Lanes, const R: usize>(rows: &[AttnRow], s: &Scores) {
-    // Sorted rows: the union of their ranges runs from the first `lo` to the last `hi`.
-    let b0 = rows[0].lo / LANES;
-    let b1 = rows[R - 1].hi.div_ceil(LANES);
+unsafe fn scores_rows<L: Lanes, const R: usize, const C: usize>(
+    rows: &[AttnRow],
+    s: &Scores,
+    b0: usize,
+    b1: usize,
+) {
     let q: [*const f32; R] = std::array::from_fn(|r| rows[r].q);
     for b in b0..b1 {
         let kt = s.kt.add((b - s.first) * s.chunks * LANES * LANES);
-        let sums = s1::<L, R>(&q, kt, s.chunks);
+        let sums = s1::<L, R, C>(&q, kt, s.chunks);
         for (row, v) in rows.iter().zip(sums) {
             L::store(row.scores.add(b * LANES - s.base), v);
         }
@@ -113,13 +135,15 @@ unsafe fn scores_rows<L: Lanes, const R: usize>(rows: &[AttnRow], s: &Scores) {
 /// `A_l` for every row: lane `l`'s chain of [`crate::reference_dot`] for the 16 keys of a
 /// block.
 #[inline(always)]
-unsafe fn lane<L: Lanes, const R: usize>(
+unsafe fn lane<L: Lanes, const R: usize, const C: usize>(
     q: &[*const f32; R],
     kt: *const f32,
     chunks: usize,
     l: usize,
 ) -> [L::V; R] {
     let mut acc = [L::zero(); R];
+    // `C` is the chunk count when known at compile time (0: run time).
+    let chunks = if C > 0 { C } else { chunks };
     for c in 0..chunks {
         let i = c * LANES + l;
         let k = L::load(kt.add(i * LANES));
@@ -137,38 +161,45 @@ unsafe fn add<L: Lanes, const R: usize>(a: [L::V; R], b: [L::V; R]) -> [L::V; R]
 
 /// The tree of [`crate::reference_dot`], level by level: `S8_l = A_l + A_{l+8}`, …
 #[inline(always)]
-unsafe fn s8<L: Lanes, const R: usize>(
+unsafe fn s8<L: Lanes, const R: usize, const C: usize>(
     q: &[*const f32; R],
     kt: *const f32,
     c: usize,
     l: usize,
 ) -> [L::V; R] {
-    add::<L, R>(lane::<L, R>(q, kt, c, l), lane::<L, R>(q, kt, c, l + 8))
+    add::<L, R>(
+        lane::<L, R, C>(q, kt, c, l),
+        lane::<L, R, C>(q, kt, c, l + 8),
+    )
 }
 
 #[inline(always)]
-unsafe fn s4<L: Lanes, const R: usize>(
+unsafe fn s4<L: Lanes, const R: usize, const C: usize>(
     q: &[*const f32; R],
     kt: *const f32,
     c: usize,
     l: usize,
 ) -> [L::V; R] {
-    add::<L, R>(s8::<L, R>(q, kt, c, l), s8::<L, R>(q, kt, c, l + 4))
+    add::<L, R>(s8::<L, R, C>(q, kt, c, l), s8::<L, R, C>(q, kt, c, l + 4))
 }
 
 #[inline(always)]
-unsafe fn s2<L: Lanes, const R: usize>(
+unsafe fn s2<L: Lanes, const R: usize, const C: usize>(
     q: &[*const f32; R],
     kt: *const f32,
     c: usize,
     l: usize,
 ) -> [L::V; R] {
-    add::<L, R>(s4::<L, R>(q, kt, c, l), s4::<L, R>(q, kt, c, l + 2))
+    add::<L, R>(s4::<L, R, C>(q, kt, c, l), s4::<L, R, C>(q, kt, c, l + 2))
 }
 
 #[inline(always)]
-unsafe fn s1<L: Lanes, const R: usize>(q: &[*const f32; R], kt: *const f32, c: usize) -> [L::V; R] {
-    add::<L, R>(s2::<L, R>(q, kt, c, 0), s2::<L, R>(q, kt, c, 1))
+unsafe fn s1<L: Lanes, const R: usize, const C: usize>(
+    q: &[*const f32; R],
+    kt: *const f32,
+    c: usize,
+) -> [L::V; R] {
+    add::<L, R>(s2::<L, R, C>(q, kt, c, 0), s2::<L, R, C>(q, kt, c, 1))
 }
 
 /// Adds `Σ_t scores[t - base] · v_t` over each row's `lo..hi` to its `out`, one chain per
@@ -180,32 +211,43 @@ unsafe fn s1<L: Lanes, const R: usize>(q: &[*const f32; R], kt: *const f32, c: u
 /// rows are sorted by position; `L`'s features are enabled.
 #[inline(always)]
 pub(super) unsafe fn weighted_sums<L: Lanes>(rows: &[AttnRow], base: usize, v: &Values) {
-    let mut j = 0;
-    while j < rows.len() {
-        let r = L::ATTN_ROWS.min(rows.len() - j);
-        let group = &rows[j..j + r];
-        // The range every row of the group sees; before and after it each row goes alone.
-        let (lo, hi) = (group[r - 1].lo, group[0].hi);
-        if lo >= hi {
-            for row in group {
-                sum_rows::<L, 1>(&[*row], row.lo, row.hi, base, v);
+    let Some(last) = rows.last() else { return };
+    // A run of positions at a time (about 16 KiB of values: they stay in L1), each row
+    // taking its part of the run; runs go in increasing order, so every chain does too.
+    let step = (PASS_BYTES / (v.d.max(1) * 4)).max(LANES);
+    let mut p0 = rows[0].lo;
+    while p0 < last.hi {
+        let p1 = (p0 + step).min(last.hi);
+        let part = |row: &AttnRow| (row.lo.max(p0), row.hi.min(p1));
+        let mut j = 0;
+        while j < rows.len() {
+            let r = L::ATTN_ROWS.min(rows.len() - j);
+            let group = &rows[j..j + r];
+            // The part every row of the group sees; before and after it each row goes alone.
+            let (lo, hi) = (part(&group[r - 1]).0, part(&group[0]).1);
+            if lo >= hi {
+                for row in group {
+                    let (a, b) = part(row);
+                    sum_rows::<L, 1>(&[*row], a, b, base, v);
+                }
+            } else {
+                for row in group {
+                    sum_rows::<L, 1>(&[*row], part(row).0, lo, base, v);
+                }
+                match r {
+                    1 => sum_rows::<L, 1>(group, lo, hi, base, v),
+                    2 => sum_rows::<L, 2>(group, lo, hi, base, v),
+                    3 => sum_rows::<L, 3>(group, lo, hi, base, v),
+                    4 => sum_rows::<L, 4>(group, lo, hi, base, v),
+                    other => unreachable!("no sum tile for {other} rows"),
+                }
+                for row in group {
+                    sum_rows::<L, 1>(&[*row], hi, part(row).1, base, v);
+                }
             }
-        } else {
-            for row in group {
-                sum_rows::<L, 1>(&[*row], row.lo, lo, base, v);
-            }
-            match r {
-                1 => sum_rows::<L, 1>(group, lo, hi, base, v),
-                2 => sum_rows::<L, 2>(group, lo, hi, base, v),
-                3 => sum_rows::<L, 3>(group, lo, hi, base, v),
-                4 => sum_rows::<L, 4>(group, lo, hi, base, v),
-                other => unreachable!("no sum tile for {other} rows"),
-            }
-            for row in group {
-                sum_rows::<L, 1>(&[*row], hi, row.hi, base, v);
-            }
+            j += r;
         }
-        j += r;
+        p0 = p1;
     }
 }
 

@@ -16,6 +16,8 @@ use crate::{Dtype, LANES};
 const PANEL_BYTES: usize = 256 * 1024;
 /// Bytes of rows prefill streams past one group of weight columns (kept in L2).
 const ROW_BLOCK_BYTES: usize = 512 * 1024;
+/// Bytes of a cache line.
+const LINE_BYTES: usize = 64;
 /// Alignment of prefill's buffers (a cache line: whole-line loads).
 const ALIGN_FLOATS: usize = 16;
 
@@ -118,6 +120,13 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
     while p0 < j1 {
         let p1 = (p0 + nc).min(j1);
         pack::<L, E>(g.w.add(p0 * g.ldw), g.ldw, p1 - p0, g.k, group, panel);
+        // While this panel computes, fetch the next one's weights (a few cache lines after
+        // each register tile), so its packing reads them from L2 instead of waiting on memory.
+        let next = (p1 + nc).min(j1) - p1;
+        let mut fetch = g.w.add(p1 * g.ldw);
+        let fetch_end = fetch.wrapping_add(next * g.ldw);
+        let tiles = (p1 - p0).div_ceil(group) * g.m.div_ceil(L::PREFILL_ROWS);
+        let per_tile = (next * g.ldw).div_ceil(LINE_BYTES).div_ceil(tiles.max(1));
         // One group of columns stays in L1 while a block of rows (kept in L2) streams past
         // it in register tiles.
         let mut b0 = 0;
@@ -147,6 +156,12 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
                         ldo: g.ldo,
                     };
                     L::rows_packed(rows, &tile, cols);
+                    for _ in 0..per_tile {
+                        if fetch < fetch_end {
+                            L::prefetch(fetch);
+                            fetch = fetch.wrapping_add(LINE_BYTES);
+                        }
+                    }
                     r0 += rows;
                 }
                 c0 += cols;
