@@ -134,7 +134,10 @@ impl<B: Backend> Attention<B> {
     /// `x`: `[Σ rows, hidden]` → `[Σ rows, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
         if self.kernels == Kernels::Host {
-            return self.forward_on_host(x, seqs);
+            let [n, hidden] = x.dims();
+            let device = x.device();
+            let out = self.forward_host(&to_rows(x), n, seqs);
+            return from_rows(out, n, hidden, &device);
         }
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
@@ -200,19 +203,24 @@ impl<B: Backend> Attention<B> {
         out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d])
     }
 
-    /// [`Attention::forward`] on the host ([`Kernels::Host`]): the rows are read back once,
-    /// the projections, per-head norms, RoPE and the cache append work on row-major host
-    /// buffers, and attention runs in `sieve_kernels::attend` — each query row sees exactly
-    /// its visible keys in a fixed order, so `n` tokens in one pass give the bits of `n`
-    /// passes of one.
-    fn forward_on_host(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
-        let [n, hidden] = x.dims();
+    /// [`Attention::forward`] on host rows ([`Kernels::Host`]): `x` is `[n, hidden]`
+    /// row-major, the result too. The projections, per-head norms, RoPE and the cache append
+    /// work on row-major host buffers, and attention runs in `sieve_kernels::attend` — each
+    /// query row sees exactly its visible keys in a fixed order, so `n` tokens in one pass
+    /// give the bits of `n` passes of one.
+    ///
+    /// # Panics
+    /// If the layer's projections are device layers.
+    pub(crate) fn forward_host(
+        &self,
+        x: &[f32],
+        n: usize,
+        seqs: &mut [SeqAttention<'_, B>],
+    ) -> Vec<f32> {
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let device = x.device();
-        let x = to_rows(x);
-        let mut q = self.q_proj.forward_host(&x, n);
-        let mut k = self.k_proj.forward_host(&x, n);
-        let v = self.v_proj.forward_host(&x, n);
+        let mut q = self.q_proj.forward_host(x, n);
+        let mut k = self.k_proj.forward_host(x, n);
+        let v = self.v_proj.forward_host(x, n);
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q_norm.forward_host(&mut q);
             k_norm.forward_host(&mut k);
@@ -239,7 +247,6 @@ impl<B: Backend> Attention<B> {
             kernels::attend(&shape, q, seq.past, keys, values, out);
             row = rows.end;
         }
-        let out = self.o_proj.forward_host(&out, n);
-        from_rows(out, n, hidden, &device)
+        self.o_proj.forward_host(&out, n)
     }
 }

@@ -96,4 +96,34 @@ impl<B: Backend> DecoderLayer<B> {
             }
         }
     }
+
+    /// [`DecoderLayer::forward`] on host rows ([`super::Kernels::Host`]), in place: `x` is
+    /// `[n, hidden]` row-major. Norms and residual sums are loops over the rows (each row on
+    /// its own), the sublayers run on the host too, so no tensor is made between layers.
+    ///
+    /// # Panics
+    /// If the layer was loaded for a device.
+    pub(crate) fn forward_host(&self, x: &mut [f32], n: usize, seqs: &mut [SeqAttention<'_, B>]) {
+        let add = |x: &mut [f32], y: &[f32]| x.iter_mut().zip(y).for_each(|(a, &b)| *a += b);
+        let mut h = x.to_vec();
+        self.input_layernorm.forward_host(&mut h);
+        let mut attn = self.self_attn.forward_host(&h, n, seqs);
+        match &self.feedforward_norms {
+            None => {
+                add(x, &attn);
+                h.copy_from_slice(x);
+                self.post_attention_layernorm.forward_host(&mut h);
+                add(x, &self.mlp.forward_host(&h, n));
+            }
+            Some((pre, post)) => {
+                self.post_attention_layernorm.forward_host(&mut attn);
+                add(x, &attn);
+                h.copy_from_slice(x);
+                pre.forward_host(&mut h);
+                let mut m = self.mlp.forward_host(&h, n);
+                post.forward_host(&mut m);
+                add(x, &m);
+            }
+        }
+    }
 }

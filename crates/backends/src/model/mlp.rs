@@ -98,22 +98,30 @@ impl<B: Backend> Mlp<B> {
     /// `x`: `[n, hidden]` → `[n, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         if self.on_host {
-            // On the host: one read-back, the gating as one loop, one tensor at the end.
             let [n, hidden] = x.dims();
             let device = x.device();
-            let x = to_rows(x);
-            let mut gate = self.gate_proj.forward_host(&x, n);
-            let up = self.up_proj.forward_host(&x, n);
-            match self.activation {
-                Activation::Silu => sieve_kernels::math::silu_mul(&mut gate, &up),
-                act => gate
-                    .iter_mut()
-                    .zip(&up)
-                    .for_each(|(g, &u)| *g = act.apply(*g) * u),
-            }
-            return from_rows(self.down_proj.forward_host(&gate, n), n, hidden, &device);
+            let out = self.forward_host(&to_rows(x), n);
+            return from_rows(out, n, hidden, &device);
         }
         let gate = self.activation.forward(self.gate_proj.forward(x.clone()));
         self.down_proj.forward(gate * self.up_proj.forward(x))
+    }
+
+    /// [`Mlp::forward`] on host rows: `x` is `[n, hidden]` row-major, the result too; the
+    /// gating is one loop (SwiGLU through `sieve_kernels::math::silu_mul`).
+    ///
+    /// # Panics
+    /// If the layer's projections are device layers.
+    pub(crate) fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
+        let mut gate = self.gate_proj.forward_host(x, n);
+        let up = self.up_proj.forward_host(x, n);
+        match self.activation {
+            Activation::Silu => sieve_kernels::math::silu_mul(&mut gate, &up),
+            act => gate
+                .iter_mut()
+                .zip(&up)
+                .for_each(|(g, &u)| *g = act.apply(*g) * u),
+        }
+        self.down_proj.forward_host(&gate, n)
     }
 }
