@@ -218,9 +218,11 @@ impl<B: Backend> Attention<B> {
         seqs: &mut [SeqAttention<'_, B>],
     ) -> Vec<f32> {
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let mut q = self.q_proj.forward_host(x, n);
-        let mut k = self.k_proj.forward_host(x, n);
-        let v = self.v_proj.forward_host(x, n);
+        let [q, k, v]: [Vec<f32>; 3] =
+            Linear::forward_host_many(&[&self.q_proj, &self.k_proj, &self.v_proj], x, n)
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("three products"));
+        let (mut q, mut k) = (q, k);
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q_norm.forward_host(&mut q);
             k_norm.forward_host(&mut k);

@@ -141,6 +141,38 @@ impl<B: Backend> Linear<B> {
         }
     }
 
+    /// The weights and bias of a host layer (`None` for a device layer).
+    pub(crate) fn host_parts(&self) -> Option<(&Weights, Option<&[f32]>)> {
+        match &self.0 {
+            Kind::Host { weights, bias } => Some((weights, bias.as_deref())),
+            Kind::Device { .. } => None,
+        }
+    }
+
+    /// The products of several host layers with the same input width over the same rows, in
+    /// one call (`sieve_kernels::matmul_nt_many`: the rows aligned once, one parallel
+    /// section): `x` is `[n, in]`, result `i` is `[n, out_i]`, each with the bits of
+    /// [`Linear::forward_host`].
+    ///
+    /// # Panics
+    /// If a layer is a device layer, or the widths differ from `x`'s.
+    pub(crate) fn forward_host_many(layers: &[&Self], x: &[f32], n: usize) -> Vec<Vec<f32>> {
+        let parts: Vec<(&Weights, Option<&[f32]>)> = layers
+            .iter()
+            .map(|l| {
+                l.host_parts()
+                    .expect("linear: a device layer has no host product")
+            })
+            .collect();
+        let views: Vec<_> = parts.iter().map(|(w, _)| w.view()).collect();
+        let jobs: Vec<_> = views
+            .iter()
+            .zip(&parts)
+            .map(|(v, (_, b))| (v, *b))
+            .collect();
+        sieve_kernels::matmul_nt_many(x, n, &jobs)
+    }
+
     /// The product on the host, over row-major rows: `x` is `[n, in]`, the result `[n, out]`.
     ///
     /// # Panics
@@ -151,9 +183,7 @@ impl<B: Backend> Linear<B> {
             panic!("linear: a device layer has no host product");
         };
         assert_eq!(x.len(), n * weights.k(), "linear: input width");
-        let mut out = vec![0f32; n * weights.n()];
-        sieve_kernels::matmul_nt(x, n, &weights.view(), bias.as_deref(), &mut out);
-        out
+        sieve_kernels::matmul_nt_vec(x, n, &weights.view(), bias.as_deref())
     }
 }
 

@@ -113,8 +113,10 @@ impl<B: Backend> Mlp<B> {
     /// # Panics
     /// If the layer's projections are device layers.
     pub(crate) fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
-        let mut gate = self.gate_proj.forward_host(x, n);
-        let up = self.up_proj.forward_host(x, n);
+        let [mut gate, up]: [Vec<f32>; 2] =
+            Linear::forward_host_many(&[&self.gate_proj, &self.up_proj], x, n)
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("two products"));
         match self.activation {
             Activation::Silu => sieve_kernels::math::silu_mul(&mut gate, &up),
             act => gate

@@ -77,8 +77,8 @@ impl<B: Backend> RmsNorm<B> {
     }
 
     /// [`RmsNorm::forward`] in place on row-major host rows of `dim` values. The mean square
-    /// of a row is summed in `f64` (in index order), so a row's result depends on that row
-    /// alone.
+    /// of a row is summed in `f64`, in 8 running sums (index `i` into sum `i mod 8`, then
+    /// added in order), so a row's result depends on that row alone.
     ///
     /// # Panics
     /// If `x`'s length is not a multiple of `dim`.
@@ -89,7 +89,13 @@ impl<B: Backend> RmsNorm<B> {
             "rms_norm: rows are not {dim} wide"
         );
         for row in x.chunks_exact_mut(dim) {
-            let square: f64 = row.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            let mut sums = [0f64; 8];
+            for chunk in row.chunks(8) {
+                for (s, &v) in sums.iter_mut().zip(chunk) {
+                    *s += f64::from(v) * f64::from(v);
+                }
+            }
+            let square: f64 = sums.iter().sum();
             let variance = (square / dim as f64) as f32;
             let rms = (variance + self.eps as f32).sqrt();
             for (v, &w) in row.iter_mut().zip(&self.host) {
