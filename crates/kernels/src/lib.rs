@@ -13,7 +13,7 @@
 //!
 //! | item | job |
 //! |---|---|
-//! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype (and [`matmul_nt_vec`], [`matmul_nt_many`]: into new vectors, several weights at once) |
+//! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype (and [`matmul_nt_vec`]: into a new vector; [`matmul_nt_many`]: several weights over the same rows) |
 //! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
 //! | [`attend`] | causal attention of one sequence against its key/value cache |
 //! | [`reference_dot`] | the reduction order, in plain scalar code |
@@ -41,7 +41,7 @@ pub use attend::{attend, attend_on, Attention};
 pub use dtype::Dtype;
 pub use error::{Error, Result};
 pub use isa::Isa;
-pub use matmul::{matmul_nt, matmul_nt_many, matmul_nt_on, matmul_nt_vec};
+pub use matmul::{matmul_nt, matmul_nt_many, matmul_nt_on, matmul_nt_vec, Product};
 pub use reference::{reference_dot, LANES};
 pub use threads::{on_pool, set_threads, threads};
 pub use weights::{Storage, WeightView, Weights};

@@ -92,46 +92,42 @@ pub fn matmul_nt_vec(x: &[f32], m: usize, w: &WeightView<'_>, bias: Option<&[f32
     out
 }
 
-/// Several products of the same rows, `x Wᵢᵀ (+ bᵢ)` for each `(Wᵢ, bᵢ)` of `layers` (all
-/// `k` wide), each into a new vector — what [`matmul_nt_vec`] gives for each, bit for bit,
-/// with the rows aligned once and every product's column ranges in one parallel section
-/// (the q/k/v or gate/up projections of a layer).
+/// One product of [`matmul_nt_many`]: the weight, its bias, and the output it fills.
+pub type Product<'a, 'w> = (&'a WeightView<'w>, Option<&'a [f32]>, &'a mut [f32]);
+
+/// Several products of the same rows: for each `(Wᵢ, bᵢ, outᵢ)` of `jobs` (all weights `k`
+/// wide), `outᵢ = x Wᵢᵀ (+ bᵢ)` — what [`matmul_nt`] gives for each, bit for bit, with the
+/// rows aligned once and every product's column ranges in one parallel section (the q/k/v or
+/// gate/up projections of a layer).
+///
+/// # Shapes
+/// `x`: `[m, k]`; `outᵢ`: `[m, nᵢ]` for a `[nᵢ, k]` weight, `bᵢ`: `[nᵢ]`.
 ///
 /// # Panics
-/// If a weight's `k` differs from the first's, or as [`matmul_nt`].
-pub fn matmul_nt_many(
-    x: &[f32],
-    m: usize,
-    layers: &[(&WeightView<'_>, Option<&[f32]>)],
-) -> Vec<Vec<f32>> {
-    let Some(k) = layers.first().map(|(w, _)| w.k()) else {
-        return Vec::new();
+/// If a weight's `k` differs from the first's, or a length does not match those shapes.
+pub fn matmul_nt_many(x: &[f32], m: usize, jobs: &mut [Product<'_, '_>]) {
+    let Some(k) = jobs.first().map(|(w, ..)| w.k()) else {
+        return;
     };
     assert_eq!(x.len(), m * k, "matmul_nt: x is not [m, k] = [{m}, {k}]");
-    let mut outs: Vec<Vec<f32>> = layers
-        .iter()
-        .map(|(w, bias)| {
-            assert_eq!(w.k(), k, "matmul_nt_many: weights of different widths");
-            if let Some(b) = bias {
-                assert_eq!(b.len(), w.n(), "matmul_nt: bias is not [n] = [{}]", w.n());
-            }
-            Vec::with_capacity(m * w.n())
-        })
-        .collect();
-    let jobs: Vec<_> = layers
-        .iter()
-        .zip(&mut outs)
-        .map(|(&(w, bias), out)| (w, bias, out.as_mut_ptr()))
-        .collect();
-    // SAFETY: each output has capacity `m · n` for its weight, and `product` writes every
-    // element of every one before the lengths are set.
-    unsafe {
-        product(Isa::best(), x, m, &jobs);
-        for (out, (w, _)) in outs.iter_mut().zip(layers) {
-            out.set_len(m * w.n());
+    for (w, bias, out) in jobs.iter() {
+        let n = w.n();
+        assert_eq!(w.k(), k, "matmul_nt_many: weights of different widths");
+        assert_eq!(
+            out.len(),
+            m * n,
+            "matmul_nt: out is not [m, n] = [{m}, {n}]"
+        );
+        if let Some(b) = bias {
+            assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
         }
     }
-    outs
+    let raw: Vec<_> = jobs
+        .iter_mut()
+        .map(|(w, bias, out)| (*w, *bias, out.as_mut_ptr()))
+        .collect();
+    // SAFETY: every output is `m · n` floats for its weight (asserted), borrowed mutably.
+    unsafe { product(Isa::best(), x, m, &raw) }
 }
 
 /// The body of [`matmul_nt_on`] for one or several weights of the same width `k`: for each

@@ -385,29 +385,29 @@ fn several_weights_at_once_equal_each_alone() {
         .zip(shapes.iter().zip(&biases))
         .map(|(v, (&(.., with), b))| (v, with.then_some(&b[..])))
         .collect();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(3)
-        .build()
-        .unwrap();
     for m in [1, 5, 9, 64] {
         let x = rng.vec(m * k);
         let want: Vec<Vec<u32>> = layers
             .iter()
             .map(|&(w, b)| bits(&matmul_nt_vec(&x, m, w, b)))
             .collect();
-        let got: Vec<Vec<u32>> = matmul_nt_many(&x, m, &layers)
-            .iter()
-            .map(|o| bits(o))
-            .collect();
-        assert_eq!(got, want, "m={m}");
-        let got: Vec<Vec<u32>> = pool
-            .install(|| matmul_nt_many(&x, m, &layers))
-            .iter()
-            .map(|o| bits(o))
-            .collect();
-        assert_eq!(got, want, "m={m}, 3 threads");
+        for threads in [1, 3] {
+            let mut outs: Vec<Vec<f32>> = views.iter().map(|v| vec![7.0; m * v.n()]).collect();
+            let mut jobs: Vec<_> = layers
+                .iter()
+                .zip(&mut outs)
+                .map(|(&(w, b), o)| (w, b, &mut o[..]))
+                .collect();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| matmul_nt_many(&x, m, &mut jobs));
+            let got: Vec<Vec<u32>> = outs.iter().map(|o| bits(o)).collect();
+            assert_eq!(got, want, "m={m}, {threads} threads");
+        }
     }
-    assert!(matmul_nt_many(&[], 0, &[]).is_empty());
+    matmul_nt_many(&[], 0, &mut []);
 }
 
 #[test]

@@ -17,7 +17,7 @@ use burn_tensor::Tensor;
 use sieve_kernels as kernels;
 
 use super::cache::LayerCache;
-use super::kernels::{from_rows, to_rows, Kernels};
+use super::kernels::{from_rows, sized, to_rows, Kernels, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
@@ -136,8 +136,10 @@ impl<B: Backend> Attention<B> {
         if self.kernels == Kernels::Host {
             let [n, hidden] = x.dims();
             let device = x.device();
-            let out = self.forward_host(&to_rows(x), n, seqs);
-            return from_rows(out, n, hidden, &device);
+            let mut s = Scratch::default();
+            self.forward_host(&to_rows(x), n, seqs, &mut s);
+            s.out.truncate(n * hidden);
+            return from_rows(s.out, n, hidden, &device);
         }
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
@@ -204,7 +206,7 @@ impl<B: Backend> Attention<B> {
     }
 
     /// [`Attention::forward`] on host rows ([`Kernels::Host`]): `x` is `[n, hidden]`
-    /// row-major, the result too. The projections, per-head norms, RoPE and the cache append
+    /// row-major, the result `s.out[..n·hidden]`. The projections, per-head norms, RoPE and the cache append
     /// work on row-major host buffers, and attention runs in `sieve_kernels::attend` — each
     /// query row sees exactly its visible keys in a fixed order, so `n` tokens in one pass
     /// give the bits of `n` passes of one.
@@ -216,16 +218,19 @@ impl<B: Backend> Attention<B> {
         x: &[f32],
         n: usize,
         seqs: &mut [SeqAttention<'_, B>],
-    ) -> Vec<f32> {
+        s: &mut Scratch,
+    ) {
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let [q, k, v]: [Vec<f32>; 3] =
-            Linear::forward_host_many(&[&self.q_proj, &self.k_proj, &self.v_proj], x, n)
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("three products"));
-        let (mut q, mut k) = (q, k);
+        let projections = [&self.q_proj, &self.k_proj, &self.v_proj];
+        Linear::forward_host_many(&projections, x, n, &mut [&mut s.q, &mut s.k, &mut s.v]);
+        let (q, k, v) = (
+            &mut s.q[..n * h * d],
+            &mut s.k[..n * kv * d],
+            &s.v[..n * kv * d],
+        );
         if let Some((q_norm, k_norm)) = &self.qk_norm {
-            q_norm.forward_host(&mut q);
-            k_norm.forward_host(&mut k);
+            q_norm.forward_host(q);
+            k_norm.forward_host(k);
         }
         let shape = kernels::Attention {
             heads: h,
@@ -235,7 +240,8 @@ impl<B: Backend> Attention<B> {
             window: self.window,
             softcap: self.logit_softcap.map(|c| c as f32),
         };
-        let mut out = vec![0f32; n * h * d];
+        // `attend` writes every output.
+        let out = sized(&mut s.attn, n * h * d);
         let mut row = 0;
         for seq in seqs.iter_mut() {
             let rows = row..row + seq.rows;
@@ -249,6 +255,6 @@ impl<B: Backend> Attention<B> {
             kernels::attend(&shape, q, seq.past, keys, values, out);
             row = rows.end;
         }
-        self.o_proj.forward_host(&out, n)
+        self.o_proj.forward_host_into(out, n, &mut s.out);
     }
 }

@@ -12,7 +12,7 @@ use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 use sieve_kernels::Weights;
 
-use super::kernels::{from_rows, to_rows};
+use super::kernels::{from_rows, sized, to_rows};
 use super::loader::Loader;
 use crate::Result;
 
@@ -151,12 +151,17 @@ impl<B: Backend> Linear<B> {
 
     /// The products of several host layers with the same input width over the same rows, in
     /// one call (`sieve_kernels::matmul_nt_many`: the rows aligned once, one parallel
-    /// section): `x` is `[n, in]`, result `i` is `[n, out_i]`, each with the bits of
-    /// [`Linear::forward_host`].
+    /// section): `x` is `[n, in]`, output `i` becomes `[n, out_i]` (resized), each with the
+    /// bits of [`Linear::forward_host`].
     ///
     /// # Panics
     /// If a layer is a device layer, or the widths differ from `x`'s.
-    pub(crate) fn forward_host_many(layers: &[&Self], x: &[f32], n: usize) -> Vec<Vec<f32>> {
+    pub(crate) fn forward_host_many(
+        layers: &[&Self],
+        x: &[f32],
+        n: usize,
+        outs: &mut [&mut Vec<f32>],
+    ) {
         let parts: Vec<(&Weights, Option<&[f32]>)> = layers
             .iter()
             .map(|l| {
@@ -165,12 +170,13 @@ impl<B: Backend> Linear<B> {
             })
             .collect();
         let views: Vec<_> = parts.iter().map(|(w, _)| w.view()).collect();
-        let jobs: Vec<_> = views
+        let mut jobs: Vec<_> = views
             .iter()
             .zip(&parts)
-            .map(|(v, (_, b))| (v, *b))
+            .zip(outs.iter_mut())
+            .map(|((view, (_, bias)), out)| (view, *bias, sized(out, n * view.n())))
             .collect();
-        sieve_kernels::matmul_nt_many(x, n, &jobs)
+        sieve_kernels::matmul_nt_many(x, n, &mut jobs);
     }
 
     /// The product on the host, over row-major rows: `x` is `[n, in]`, the result `[n, out]`.
@@ -184,6 +190,19 @@ impl<B: Backend> Linear<B> {
         };
         assert_eq!(x.len(), n * weights.k(), "linear: input width");
         sieve_kernels::matmul_nt_vec(x, n, &weights.view(), bias.as_deref())
+    }
+
+    /// [`Linear::forward_host`] into `out` (resized to `[n, out]`, its old values overwritten).
+    ///
+    /// # Panics
+    /// As [`Linear::forward_host`].
+    pub(crate) fn forward_host_into(&self, x: &[f32], n: usize, out: &mut Vec<f32>) {
+        let Kind::Host { weights, bias } = &self.0 else {
+            panic!("linear: a device layer has no host product");
+        };
+        assert_eq!(x.len(), n * weights.k(), "linear: input width");
+        let out = sized(out, n * weights.n());
+        sieve_kernels::matmul_nt(x, n, &weights.view(), bias.as_deref(), out);
     }
 }
 

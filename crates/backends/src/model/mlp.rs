@@ -6,7 +6,7 @@ use burn_tensor::activation::silu;
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-use super::kernels::{from_rows, to_rows};
+use super::kernels::{from_rows, to_rows, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use crate::Result;
@@ -100,30 +100,34 @@ impl<B: Backend> Mlp<B> {
         if self.on_host {
             let [n, hidden] = x.dims();
             let device = x.device();
-            let out = self.forward_host(&to_rows(x), n);
-            return from_rows(out, n, hidden, &device);
+            let mut s = Scratch::default();
+            self.forward_host(&to_rows(x), n, &mut s);
+            s.out.truncate(n * hidden);
+            return from_rows(s.out, n, hidden, &device);
         }
         let gate = self.activation.forward(self.gate_proj.forward(x.clone()));
         self.down_proj.forward(gate * self.up_proj.forward(x))
     }
 
-    /// [`Mlp::forward`] on host rows: `x` is `[n, hidden]` row-major, the result too; the
-    /// gating is one loop (SwiGLU through `sieve_kernels::math::silu_mul`).
+    /// [`Mlp::forward`] on host rows: `x` is `[n, hidden]` row-major, the result
+    /// `s.out[..n·hidden]`; the gating is one loop (SwiGLU through
+    /// `sieve_kernels::math::silu_mul`).
     ///
     /// # Panics
     /// If the layer's projections are device layers.
-    pub(crate) fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
-        let [mut gate, up]: [Vec<f32>; 2] =
-            Linear::forward_host_many(&[&self.gate_proj, &self.up_proj], x, n)
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("two products"));
+    pub(crate) fn forward_host(&self, x: &[f32], n: usize, s: &mut Scratch) {
+        let projections = [&self.gate_proj, &self.up_proj];
+        Linear::forward_host_many(&projections, x, n, &mut [&mut s.gate, &mut s.up]);
+        // `[n, intermediate]` each (the buffers may be longer, from a larger call).
+        let len = n * self.down_proj.host_parts().expect("a host layer").0.k();
+        let (gate, up) = (&mut s.gate[..len], &s.up[..len]);
         match self.activation {
-            Activation::Silu => sieve_kernels::math::silu_mul(&mut gate, &up),
+            Activation::Silu => sieve_kernels::math::silu_mul(gate, up),
             act => gate
                 .iter_mut()
-                .zip(&up)
+                .zip(up)
                 .for_each(|(g, &u)| *g = act.apply(*g) * u),
         }
-        self.down_proj.forward_host(&gate, n)
+        self.down_proj.forward_host_into(gate, n, &mut s.out);
     }
 }

@@ -12,7 +12,7 @@ use super::block::{DecoderLayer, DecoderLayerConfig};
 use super::cache::KvCache;
 use super::embedding::{Embedding, EmbeddingConfig};
 use super::kernels::Kernels;
-use super::kernels::{from_rows, to_rows};
+use super::kernels::{from_rows, to_rows, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::norm::{NormConfig, RmsNorm};
@@ -223,6 +223,7 @@ impl<B: Backend> Transformer<B> {
             true => Stream::Host(to_rows(x)),
             false => Stream::Tensor(x),
         };
+        let mut scratch = Scratch::default();
         for (l, (layer, &local)) in self.layers.iter().zip(&self.local).enumerate() {
             let mut parts: Vec<SeqAttention<'_, B>> = seqs
                 .iter_mut()
@@ -239,7 +240,7 @@ impl<B: Backend> Transformer<B> {
                 .collect();
             x = match x {
                 Stream::Host(mut rows) => {
-                    layer.forward_host(&mut rows, n, &mut parts);
+                    layer.forward_host(&mut rows, n, &mut parts, &mut scratch);
                     Stream::Host(rows)
                 }
                 Stream::Tensor(x) => Stream::Tensor(layer.forward(x, &mut parts)),
