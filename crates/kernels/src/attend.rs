@@ -8,18 +8,27 @@
 //!
 //! 1. `s_t = scale · dot(q, k_t)`, the dot in [`crate::reference_dot`]'s order;
 //! 2. with a soft cap, `s_t = cap · tanh(s_t / cap)` (Gemma 2);
-//! 3. `e_t = exp(s_t − max s)`, `Z = Σ e_t` in the 16-lane order;
+//! 3. `e_t = exp(s_t − max s)` ([`crate::math::exp`]), `Z = Σ e_t` in the 16-lane order;
 //! 4. `out = (Σ_t e_t · v_t) / Z`, each output element one fused multiply-add chain over `t`
 //!    in increasing order.
 //!
-//! Only the visible keys take part (no `-inf` padding). Work is split over query rows and kv
-//! heads, never over keys. Reference: HF transformers' `eager_attention_forward`.
+//! Only the visible keys take part (no `-inf` padding). Reference: HF transformers'
+//! `eager_attention_forward`.
+//!
+//! Two paths compute those same steps. A few query rows (decode) take each row's kv head
+//! alone: scores through the matrix-product tiles, then one weighted sum per row. Many rows
+//! (prefill, from [`BLOCKED_MIN_ROWS`]) take the blocked path ([`blocked`]): keys transposed
+//! once per call, [`BLOCK_POSITIONS`] positions per task, several query rows sharing every
+//! load of a key or value block (see `simd::attn` for why each score and each sum keeps the
+//! reference's order). Work is split over query rows (and kv heads), never over keys.
 
 use rayon::prelude::*;
 
-use crate::reference::fixed_sum;
-use crate::simd::{self, Gemm};
-use crate::{Dtype, Isa};
+use std::cell::RefCell;
+
+use crate::reference::fold;
+use crate::simd::{self, AttnRow, Gemm, Scores, Values};
+use crate::{math, Dtype, Isa, LANES};
 
 /// Below this many multiply-adds a call stays on the calling thread.
 const PARALLEL_MIN_FMAS: usize = 1 << 18;
@@ -113,16 +122,21 @@ pub fn attend_on(
     assert_eq!(out.len(), n * row, "attend: out is not [{n}, {row}]");
 
     let group = heads / kv_heads;
+    let visible_keys: usize = (0..n).map(|i| visible(cfg, past + i).len()).sum();
+    let parallel = visible_keys * heads * d * 2 >= PARALLEL_MIN_FMAS;
+    if n >= BLOCKED_MIN_ROWS {
+        blocked(isa, cfg, queries, past, keys, values, out, parallel);
+        return;
+    }
     let task = |(idx, chunk): (usize, &mut [f32])| {
         let (i, kvh) = (idx / kv_heads, idx % kv_heads);
         let q = &queries[i * row + kvh * group * d..][..group * d];
         group_rows(isa, cfg, q, past + i, kvh, keys, values, chunk);
     };
-    let visible: usize = (0..n).map(|i| visible(cfg, past + i).len()).sum();
-    if visible * heads * d * 2 < PARALLEL_MIN_FMAS {
-        out.chunks_mut(group * d).enumerate().for_each(task);
-    } else {
+    if parallel {
         out.par_chunks_mut(group * d).enumerate().for_each(task);
+    } else {
+        out.chunks_mut(group * d).enumerate().for_each(task);
     }
 }
 
@@ -173,21 +187,259 @@ fn group_rows(
     unsafe { simd::gemm_cols(isa, &g, 0, nt, &mut Vec::new()) };
 
     for (r, s) in scores.chunks_mut(nt).enumerate() {
-        for v in s.iter_mut() {
-            *v *= cfg.scale;
-            if let Some(cap) = cfg.softcap {
-                *v = cap * (*v / cap).tanh();
-            }
-        }
-        let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        for v in s.iter_mut() {
-            *v = (*v - max).exp();
-        }
-        let z = fixed_sum(s);
+        let z = softmax_numerators(isa, cfg, s);
         let o = &mut out[r * d..][..d];
         simd::weighted_sum(isa, s, &values[first..], ld, o);
         for v in o.iter_mut() {
             *v /= z;
+        }
+    }
+}
+
+/// Turns the dot products `s` of one query row with its visible keys into the numerators of
+/// its softmax, `e_t = exp(scale·s_t (soft-capped) − max)`, and returns their sum `Z` in the
+/// 16-lane order (lane `l` adds the indices `≡ l (mod 16)` in increasing order, then the lane
+/// tree [`fold`]). Shared by both paths, so a row's weights do not depend on the path.
+///
+/// Plain `f32` operations only (no fused multiply-adds: Rust never contracts), so the compiler
+/// may vectorize it at any width with the same bits; with AVX-512 it is compiled 16 lanes wide.
+fn softmax_numerators(isa: Isa, cfg: &Attention, s: &mut [f32]) -> f32 {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked that `isa` is available.
+        Isa::Avx512 => unsafe { softmax_avx512(cfg, s) },
+        _ => softmax_plain(cfg, s),
+    }
+}
+
+/// [`softmax_plain`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/DQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+unsafe fn softmax_avx512(cfg: &Attention, s: &mut [f32]) -> f32 {
+    softmax_plain(cfg, s)
+}
+
+/// The body of [`softmax_numerators`], in two passes of 16-lane chunks: scale (and cap) with
+/// 16 running maxima, then the exponentials with the 16 running sums.
+#[inline(always)]
+fn softmax_plain(cfg: &Attention, s: &mut [f32]) -> f32 {
+    let bigger = |a: f32, b: f32| if b > a { b } else { a };
+    let scaled = |v: f32| {
+        let v = v * cfg.scale;
+        match cfg.softcap {
+            Some(cap) => cap * (v / cap).tanh(),
+            None => v,
+        }
+    };
+    let mut m = [f32::NEG_INFINITY; LANES];
+    let mut chunks = s.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = scaled(c[l]);
+            m[l] = bigger(m[l], c[l]);
+        }
+    }
+    for (m, v) in m.iter_mut().zip(chunks.into_remainder()) {
+        *v = scaled(*v);
+        *m = bigger(*m, *v);
+    }
+    // Only the sign of a zero maximum could depend on the order, and `x − max` is then the
+    // same for every `x` but `±0`, whose exponential is `1` either way.
+    let max = m.into_iter().fold(f32::NEG_INFINITY, bigger);
+    let mut acc = [0f32; LANES];
+    let mut chunks = s.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = math::exp(c[l] - max);
+            acc[l] += c[l];
+        }
+    }
+    for (a, v) in acc.iter_mut().zip(chunks.into_remainder()) {
+        *v = math::exp(*v - max);
+        *a += *v;
+    }
+    fold(acc)
+}
+
+/// Query positions per task of the blocked path.
+const BLOCK_POSITIONS: usize = 8;
+/// From this many query rows on, a call takes the blocked path: keys are transposed once
+/// per call (a pass over the cache), which pays for itself once several rows read them.
+const BLOCKED_MIN_ROWS: usize = 8;
+
+thread_local! {
+    /// The blocked path's padded queries, scores and row descriptors, kept per thread.
+    static BLOCK_SCRATCH: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The blocked path (prefill): the keys of each kv head are transposed once into blocks of
+/// 16 positions (`kt[b][i][t % 16]`, the head zero-padded to a multiple of 16), then each
+/// task takes [`BLOCK_POSITIONS`] consecutive query positions and, per kv head, computes the
+/// scores of all their query rows against the key blocks they see (`simd::attn_scores`:
+/// every score is `reference_dot(q, k_t)`), the softmax of each row over exactly its visible
+/// keys ([`softmax_numerators`], as the one-row path), and the weighted sums
+/// (`simd::attn_sums`: one chain per output element in increasing `t`, as
+/// `simd::weighted_sum`). Every step of a row is the one-row path's step, so the bits are the
+/// same. Tasks split the query positions, never the keys.
+#[allow(clippy::too_many_arguments)]
+fn blocked(
+    isa: Isa,
+    cfg: &Attention,
+    queries: &[f32],
+    past: usize,
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    parallel: bool,
+) {
+    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let row = heads * d;
+    let n = queries.len() / row;
+    let len = past + n;
+    let chunks = d.div_ceil(LANES);
+    let dp = chunks * LANES;
+    // Transposed keys from the block of the first visible position on.
+    let first = visible(cfg, past).start / LANES;
+    let nb = len.div_ceil(LANES) - first;
+    let head_len = nb * dp * LANES;
+    let mut kt = vec![0f32; kv_heads * head_len];
+    let ld = kv_heads * d;
+    for (kvh, kt) in kt.chunks_exact_mut(head_len).enumerate() {
+        for t in first * LANES..len {
+            let (b, lane) = (t / LANES - first, t % LANES);
+            let key = &keys[t * ld + kvh * d..][..d];
+            let block = &mut kt[b * dp * LANES..][..dp * LANES];
+            for (i, &k) in key.iter().enumerate() {
+                block[i * LANES + lane] = k;
+            }
+        }
+    }
+    let task = |(blk, chunk): (usize, &mut [f32])| {
+        let i0 = blk * BLOCK_POSITIONS;
+        let positions = chunk.len() / row;
+        BLOCK_SCRATCH.with(|scratch| {
+            let (qbuf, sbuf) = &mut *scratch.borrow_mut();
+            block_task(
+                isa,
+                cfg,
+                &queries[i0 * row..][..positions * row],
+                past + i0,
+                &kt,
+                first,
+                values,
+                chunk,
+                qbuf,
+                sbuf,
+            );
+        });
+    };
+    if parallel {
+        out.par_chunks_mut(BLOCK_POSITIONS * row)
+            .enumerate()
+            .for_each(task);
+    } else {
+        out.chunks_mut(BLOCK_POSITIONS * row)
+            .enumerate()
+            .for_each(task);
+    }
+}
+
+/// One task of [`blocked`]: the query rows of positions `p0..` (`queries`, `[positions, heads,
+/// d]`) into `out` (the same shape), against the transposed keys `kt` (every kv head's blocks
+/// from block `first` on).
+#[allow(clippy::too_many_arguments)]
+fn block_task(
+    isa: Isa,
+    cfg: &Attention,
+    queries: &[f32],
+    p0: usize,
+    kt: &[f32],
+    first: usize,
+    values: &[f32],
+    out: &mut [f32],
+    qbuf: &mut Vec<f32>,
+    sbuf: &mut Vec<f32>,
+) {
+    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let group = heads / kv_heads;
+    let row = heads * d;
+    let positions = queries.len() / row;
+    let chunks = d.div_ceil(LANES);
+    let dp = chunks * LANES;
+    let head_len = kt.len() / kv_heads;
+    let rows = positions * group;
+    // Scores of every row from the block of the first row's first visible key.
+    let base = visible(cfg, p0).start / LANES * LANES;
+    let lds = (p0 + positions).div_ceil(LANES) * LANES - base;
+    qbuf.clear();
+    qbuf.resize(rows * dp, 0.0);
+    sbuf.clear();
+    sbuf.resize(rows * lds, 0.0);
+    out.fill(0.0);
+    // Every pointer below comes from these three, and the slices made from them are
+    // disjoint per row.
+    let (qp, sp, op) = (qbuf.as_mut_ptr(), sbuf.as_mut_ptr(), out.as_mut_ptr());
+    let ld = kv_heads * d;
+    let mut descs = Vec::with_capacity(rows);
+    let mut z = Vec::with_capacity(rows);
+    for kvh in 0..kv_heads {
+        descs.clear();
+        for j in 0..rows {
+            let (i, h) = (j / group, kvh * group + j % group);
+            let seen = visible(cfg, p0 + i);
+            // SAFETY: row `j`'s `dp` floats of `qbuf`, its `lds` of `sbuf` and its head's
+            // `d` of `out` are in bounds (sized above) and belong to this row alone.
+            unsafe {
+                let q = std::slice::from_raw_parts_mut(qp.add(j * dp), d);
+                q.copy_from_slice(&queries[(i * heads + h) * d..][..d]);
+                descs.push(AttnRow {
+                    q: qp.add(j * dp),
+                    lo: seen.start,
+                    hi: seen.end,
+                    scores: sp.add(j * lds),
+                    out: op.add(i * row + h * d),
+                });
+            }
+        }
+        let s = Scores {
+            kt: kt[kvh * head_len..].as_ptr(),
+            first,
+            chunks,
+            base,
+        };
+        // SAFETY: `isa` is available (asserted by `attend_on`); each row's padded query is
+        // `dp` floats of `qbuf`; its scores row is `lds` floats of `sbuf`, enough for the
+        // blocks up to its last visible key rounded up to 16 (`lds` runs from `base` to the
+        // task's last position rounded up); the transposed keys hold every block from
+        // `first` (`<= base / 16`) to the last position; the rows are in position order.
+        unsafe { simd::attn_scores(isa, &descs, &s) };
+        z.clear();
+        for desc in &descs {
+            // SAFETY: the row's visible part of its scores row (above).
+            let s = unsafe {
+                std::slice::from_raw_parts_mut(desc.scores.add(desc.lo - base), desc.hi - desc.lo)
+            };
+            z.push(softmax_numerators(isa, cfg, s));
+        }
+        let v = Values {
+            v: values[kvh * d..].as_ptr(),
+            ldv: ld,
+            d,
+        };
+        debug_assert!(values.len() >= (descs[rows - 1].hi - 1) * ld + kvh * d + d);
+        // SAFETY: `isa` is available; each row's scores cover its visible range (above), its
+        // output is its own `d` floats of `out`, zeroed; the values of every visible position
+        // lie inside `values` (`attend_on` checked its length for `past + n` positions).
+        unsafe { simd::attn_sums(isa, &descs, base, &v) };
+        for (desc, &z) in descs.iter().zip(&z) {
+            // SAFETY: the row's own `d` outputs (above).
+            let o = unsafe { std::slice::from_raw_parts_mut(desc.out, d) };
+            for o in o {
+                *o /= z;
+            }
         }
     }
 }

@@ -13,10 +13,11 @@
 //!
 //! | item | job |
 //! |---|---|
-//! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype |
+//! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype (and [`matmul_nt_vec`]: into a new vector; [`matmul_nt_many`]: several weights over the same rows) |
 //! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
 //! | [`attend`] | causal attention of one sequence against its key/value cache |
 //! | [`reference_dot`] | the reduction order, in plain scalar code |
+//! | [`math`] | `exp` and SiLU in a fixed sequence of `f32` operations (vectorizable) |
 //! | [`Isa`] | which instruction set a call uses (detected at run time) |
 //! | [`set_threads`] | the size of the global thread pool the kernels run on |
 //!
@@ -28,6 +29,7 @@ mod attend;
 mod dtype;
 mod error;
 mod isa;
+pub mod math;
 mod matmul;
 mod reference;
 mod simd;
@@ -39,7 +41,7 @@ pub use attend::{attend, attend_on, Attention};
 pub use dtype::Dtype;
 pub use error::{Error, Result};
 pub use isa::Isa;
-pub use matmul::{matmul_nt, matmul_nt_on};
+pub use matmul::{matmul_nt, matmul_nt_many, matmul_nt_on, matmul_nt_vec, Product};
 pub use reference::{reference_dot, LANES};
 pub use threads::{on_pool, set_threads, threads};
 pub use weights::{Storage, WeightView, Weights};

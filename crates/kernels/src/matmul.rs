@@ -23,6 +23,8 @@ fn lines_up(x: &[f32], k: usize) -> bool {
 thread_local! {
     /// Prefill's widened weight panel, kept per thread between calls.
     static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// Prefill's rows copied to cache-line starts, kept per calling thread between calls.
+    static ROWS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `out[r*n + j] = Σ_i x[r*k + i] · w[j, i] (+ bias[j])` for `r < m`, `j < n`, with the widest
@@ -65,50 +67,151 @@ pub fn matmul_nt_on(
     if let Some(b) = bias {
         assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
     }
-    if m == 0 || n == 0 {
+    // SAFETY: `out` is `m · n` floats, borrowed mutably.
+    unsafe { product(isa, x, m, &[(w, bias, out.as_mut_ptr())]) }
+}
+
+/// [`matmul_nt`] into a new vector (its elements are written once, never zeroed first).
+///
+/// # Panics
+/// As [`matmul_nt`].
+pub fn matmul_nt_vec(x: &[f32], m: usize, w: &WeightView<'_>, bias: Option<&[f32]>) -> Vec<f32> {
+    let (n, k) = (w.n(), w.k());
+    assert_eq!(x.len(), m * k, "matmul_nt: x is not [m, k] = [{m}, {k}]");
+    if let Some(b) = bias {
+        assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
+    }
+    let mut out = Vec::with_capacity(m * n);
+    // SAFETY: the capacity is `m · n` floats; `product` writes every one of them (each column
+    // range of every row goes to exactly one task, and every tile stores all its outputs),
+    // so they are initialized before the length is set.
+    unsafe {
+        product(Isa::best(), x, m, &[(w, bias, out.as_mut_ptr())]);
+        out.set_len(m * n);
+    }
+    out
+}
+
+/// One product of [`matmul_nt_many`]: the weight, its bias, and the output it fills.
+pub type Product<'a, 'w> = (&'a WeightView<'w>, Option<&'a [f32]>, &'a mut [f32]);
+
+/// Several products of the same rows: for each `(Wᵢ, bᵢ, outᵢ)` of `jobs` (all weights `k`
+/// wide), `outᵢ = x Wᵢᵀ (+ bᵢ)` — what [`matmul_nt`] gives for each, bit for bit, with the
+/// rows aligned once and every product's column ranges in one parallel section (the q/k/v or
+/// gate/up projections of a layer).
+///
+/// # Shapes
+/// `x`: `[m, k]`; `outᵢ`: `[m, nᵢ]` for a `[nᵢ, k]` weight, `bᵢ`: `[nᵢ]`.
+///
+/// # Panics
+/// If a weight's `k` differs from the first's, or a length does not match those shapes.
+pub fn matmul_nt_many(x: &[f32], m: usize, jobs: &mut [Product<'_, '_>]) {
+    let Some(k) = jobs.first().map(|(w, ..)| w.k()) else {
+        return;
+    };
+    assert_eq!(x.len(), m * k, "matmul_nt: x is not [m, k] = [{m}, {k}]");
+    for (w, bias, out) in jobs.iter() {
+        let n = w.n();
+        assert_eq!(w.k(), k, "matmul_nt_many: weights of different widths");
+        assert_eq!(
+            out.len(),
+            m * n,
+            "matmul_nt: out is not [m, n] = [{m}, {n}]"
+        );
+        if let Some(b) = bias {
+            assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
+        }
+    }
+    let raw: Vec<_> = jobs
+        .iter_mut()
+        .map(|(w, bias, out)| (*w, *bias, out.as_mut_ptr()))
+        .collect();
+    // SAFETY: every output is `m · n` floats for its weight (asserted), borrowed mutably.
+    unsafe { product(Isa::best(), x, m, &raw) }
+}
+
+/// The body of [`matmul_nt_on`] for one or several weights of the same width `k`: for each
+/// `(w, bias, out)` of `jobs`, `out[r * n + j]` for every `r < m`, `j < n` (`n` that weight's
+/// rows). Every product's column ranges go to one parallel section.
+///
+/// # Safety
+/// Every `out` is writable for `m · n` floats (its weight's `n`), and nothing else reads or
+/// writes them during the call; the other arguments are as [`matmul_nt_on`] checks them
+/// (`isa` available, `x` of `m · k` floats, each `bias` of its `n`, every `w` `k` wide).
+unsafe fn product(
+    isa: Isa,
+    x: &[f32],
+    m: usize,
+    jobs: &[(&WeightView<'_>, Option<&[f32]>, *mut f32)],
+) {
+    let Some(k) = jobs.first().map(|(w, ..)| w.k()) else {
+        return;
+    };
+    if m == 0 {
         return;
     }
     // Prefill reads every row once per group of weight columns: give it rows that start on
-    // cache lines (one copy here, shared by all tasks).
-    let padded;
+    // cache lines (one copy here, shared by all tasks, into a buffer this thread keeps; taken
+    // out of its slot for the call, so a call nested in the parallel section below, were
+    // rayon to run one here, would just make its own).
+    let mut padded = Vec::new();
     let (x, ldx) = if m > PADDED_ROWS && !lines_up(x, k) {
         let ldx = k.div_ceil(LANES) * LANES;
-        let mut buf = vec![0f32; m * ldx + LANES];
-        let skip = buf.as_ptr().align_offset(LINE).min(LANES);
-        for (dst, src) in buf[skip..].chunks_exact_mut(ldx).zip(x.chunks_exact(k)) {
-            dst[..k].copy_from_slice(src);
+        padded = ROWS.with(|r| std::mem::take(&mut *r.borrow_mut()));
+        // Every row and its padding is written below: only growth needs filling here.
+        let len = m * ldx + LANES;
+        if padded.len() < len {
+            padded.resize(len, 0.0);
         }
-        padded = buf;
+        let skip = padded.as_ptr().align_offset(LINE).min(LANES);
+        for (dst, src) in padded[skip..].chunks_exact_mut(ldx).zip(x.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+            dst[k..].fill(0.0);
+        }
         (&padded[skip..], ldx)
     } else {
         (x, k)
     };
-    let g = Gemm {
-        x: x.as_ptr(),
-        ldx,
-        m,
-        k,
-        w: w.bytes().as_ptr(),
-        ldw: k * w.dtype().size(),
-        dtype: w.dtype(),
-        bias: bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
-        out: out.as_mut_ptr(),
-        ldo: n,
-    };
-    let run = |cols: std::ops::Range<usize>| {
+    let gemms: Vec<Gemm> = jobs
+        .iter()
+        .map(|&(w, bias, out)| Gemm {
+            x: x.as_ptr(),
+            ldx,
+            m,
+            k,
+            w: w.bytes().as_ptr(),
+            ldw: k * w.dtype().size(),
+            dtype: w.dtype(),
+            bias: bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+            out,
+            ldo: w.n(),
+        })
+        .collect();
+    let run = |(i, cols): (usize, std::ops::Range<usize>)| {
         SCRATCH.with(|s| {
             // SAFETY: `isa` is available (asserted); `x` holds `m` rows of `k` floats at stride
-            // `ldx` (asserted, or built so above), `w`, `bias` and `out` have the lengths `g`
-            // describes (asserted, and `WeightView::new` checked `w`); `out` is
-            // borrowed mutably for the whole call and every task gets its own column range,
-            // so no two tasks write the same element.
-            unsafe { simd::gemm_cols(isa, &g, cols.start, cols.end, &mut s.borrow_mut()) }
+            // `ldx` (asserted, or built so above); each `w`, `bias` and `out` has the lengths
+            // its `Gemm` describes (asserted, and `WeightView::new` checked `w`); the outputs
+            // are the caller's alone for the call and every task gets its own column range
+            // of one of them, so no two tasks write the same element.
+            unsafe { simd::gemm_cols(isa, &gemms[i], cols.start, cols.end, &mut s.borrow_mut()) }
         })
     };
-    let tasks = split::tasks(m, n, k, w.dtype(), rayon::current_num_threads());
-    if tasks == 1 {
-        run(0..n);
+    let threads = rayon::current_num_threads();
+    let mut tasks = Vec::new();
+    for (i, (w, ..)) in jobs.iter().enumerate() {
+        let n = w.n();
+        if n > 0 {
+            let t = split::tasks(m, n, k, w.dtype(), threads);
+            tasks.extend(split::ranges(n, t).into_iter().map(|r| (i, r)));
+        }
+    }
+    if tasks.len() == 1 {
+        tasks.into_iter().for_each(run);
     } else {
-        split::ranges(n, tasks).into_par_iter().for_each(run);
+        tasks.into_par_iter().for_each(run);
+    }
+    if padded.capacity() > 0 {
+        ROWS.with(|r| *r.borrow_mut() = padded);
     }
 }

@@ -54,22 +54,6 @@ pub(crate) fn fold(mut acc: [f32; LANES]) -> f32 {
     acc[0]
 }
 
-/// `Σ v[i]` in the same lane pattern (16 running sums, then the tree), for softmax
-/// denominators.
-pub(crate) fn fixed_sum(v: &[f32]) -> f32 {
-    let mut acc = [0f32; LANES];
-    let mut chunks = v.chunks_exact(LANES);
-    for c in &mut chunks {
-        for l in 0..LANES {
-            acc[l] += c[l];
-        }
-    }
-    for (l, &e) in chunks.remainder().iter().enumerate() {
-        acc[l] += e;
-    }
-    fold(acc)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

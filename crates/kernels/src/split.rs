@@ -31,13 +31,23 @@ pub(crate) fn tasks(m: usize, n: usize, k: usize, dtype: Dtype, threads: usize) 
 }
 
 /// `0..n` cut into `tasks` contiguous ranges starting at multiples of 16 (fewer if `n` is
-/// small).
+/// small), as even as 16-column units allow: the longer ranges are spread among the shorter
+/// ones (Bresenham), so the halves rayon splits the list into carry the same work.
 pub(crate) fn ranges(n: usize, tasks: usize) -> Vec<Range<usize>> {
-    let step = n.div_ceil(tasks.max(1)).div_ceil(ALIGN) * ALIGN;
-    (0..n)
-        .step_by(step.max(ALIGN))
-        .map(|j| j..(j + step).min(n))
-        .collect()
+    let units = n.div_ceil(ALIGN);
+    let tasks = tasks.clamp(1, units.max(1));
+    let (base, extra) = (units / tasks, units % tasks);
+    let mut out = Vec::with_capacity(tasks);
+    let mut start = 0;
+    for i in 0..tasks {
+        let longer = (i + 1) * extra / tasks - i * extra / tasks;
+        let end = ((start / ALIGN + base + longer) * ALIGN).min(n);
+        if end > start {
+            out.push(start..end);
+        }
+        start = end;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -55,6 +65,10 @@ mod tests {
                 assert!(r
                     .windows(2)
                     .all(|w| w[0].end == w[1].start && w[1].start % ALIGN == 0));
+                // As even as 16-column units allow.
+                let units: Vec<usize> = r.iter().map(|r| r.len().div_ceil(ALIGN)).collect();
+                let (lo, hi) = (units.iter().min().unwrap(), units.iter().max().unwrap());
+                assert!(hi - lo <= 1, "{n} {t}: {r:?}");
             }
         }
     }

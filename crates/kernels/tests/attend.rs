@@ -144,6 +144,87 @@ fn a_chunk_equals_single_steps_bit_for_bit() {
     }
 }
 
+/// Every query-row count (below and above the blocked path's threshold, every remainder of
+/// its position blocks and row tiles), with and without a past, gives each row the bits of
+/// that row computed alone.
+#[test]
+fn every_row_count_equals_single_rows() {
+    let mut rng = Rng(41);
+    for cfg in configs() {
+        let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        for past in [0, 3, 21] {
+            let len = past + 34;
+            let q = rng.vec(34 * row, 2.0);
+            let k = rng.vec(len * kv_row, 2.0);
+            let v = rng.vec(len * kv_row, 1.0);
+            for isa in Isa::available() {
+                let single: Vec<Vec<u32>> = (0..34)
+                    .map(|i| {
+                        let upto = (past + i + 1) * kv_row;
+                        let mut one = vec![0f32; row];
+                        let q = &q[i * row..][..row];
+                        sieve_kernels::attend_on(
+                            isa,
+                            &cfg,
+                            q,
+                            past + i,
+                            &k[..upto],
+                            &v[..upto],
+                            &mut one,
+                        );
+                        bits(&one)
+                    })
+                    .collect();
+                for n in 1..=34 {
+                    let upto = (past + n) * kv_row;
+                    let mut chunk = vec![0f32; n * row];
+                    let (k, v) = (&k[..upto], &v[..upto]);
+                    sieve_kernels::attend_on(isa, &cfg, &q[..n * row], past, k, v, &mut chunk);
+                    for (i, want) in single.iter().enumerate().take(n) {
+                        assert_eq!(
+                            &bits(&chunk[i * row..][..row]),
+                            want,
+                            "{cfg:?} {isa:?} past={past} n={n} i={i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A long prefill (many tasks on several threads, long key ranges) equals its rows alone.
+#[test]
+fn a_long_chunk_on_threads_equals_single_rows() {
+    let mut rng = Rng(43);
+    let cfg = configs()[0];
+    let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+    let (past, n) = (37, 300);
+    let len = past + n;
+    let q = rng.vec(n * row, 2.0);
+    let k = rng.vec(len * kv_row, 2.0);
+    let v = rng.vec(len * kv_row, 1.0);
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let mut chunk = vec![0f32; n * row];
+        pool.install(|| attend(&cfg, &q, past, &k, &v, &mut chunk));
+        for i in [0, 1, 7, 8, 150, 299] {
+            let upto = (past + i + 1) * kv_row;
+            let mut one = vec![0f32; row];
+            let qi = &q[i * row..][..row];
+            attend(&cfg, qi, past + i, &k[..upto], &v[..upto], &mut one);
+            assert_eq!(
+                bits(&one),
+                bits(&chunk[i * row..][..row]),
+                "threads={threads} i={i}"
+            );
+        }
+    }
+}
+
 #[test]
 fn instruction_sets_agree() {
     let mut rng = Rng(23);

@@ -2,7 +2,10 @@
 //! position in the batch, any thread count, unaligned bytes.
 
 use proptest::prelude::*;
-use sieve_kernels::{matmul_nt, matmul_nt_on, reference_dot, Dtype, Error, Isa, WeightView};
+use sieve_kernels::{
+    matmul_nt, matmul_nt_many, matmul_nt_on, matmul_nt_vec, reference_dot, Dtype, Error, Isa,
+    WeightView,
+};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -179,6 +182,38 @@ fn large_batches_equal_single_rows() {
     }
 }
 
+/// Every column count (every remainder of the register tiles' column groups and of the
+/// threads' 16-column ranges) and row count (decode and prefill tiles, every row remainder)
+/// gives `reference_dot` on every instruction set, on one thread and on three.
+#[test]
+fn every_column_and_row_count_is_the_reference() {
+    let mut rng = Rng(17);
+    let k = 70;
+    let x = rng.vec(13 * k);
+    let w = rng.vec(50 * k);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for dtype in [Dtype::Bf16, Dtype::F32] {
+        let (bytes, widened) = narrow(&w, dtype);
+        for n in 1..=50 {
+            let view = WeightView::new(&bytes[..n * k * dtype.size()], dtype, n, k).unwrap();
+            for m in [1, 2, 3, 5, 8, 9, 10, 11, 12, 13] {
+                let want = bits(&reference(&x[..m * k], m, &widened[..n * k], n, None));
+                for isa in Isa::available() {
+                    let mut out = vec![0f32; m * n];
+                    matmul_nt_on(isa, &x[..m * k], m, &view, None, &mut out);
+                    assert_eq!(bits(&out), want, "{isa:?} {dtype} m={m} n={n}");
+                    out.fill(0.0);
+                    pool.install(|| matmul_nt_on(isa, &x[..m * k], m, &view, None, &mut out));
+                    assert_eq!(bits(&out), want, "{isa:?} {dtype} m={m} n={n} 3 threads");
+                }
+            }
+        }
+    }
+}
+
 /// Every instruction set gives the same bits on a whole batch.
 #[test]
 fn instruction_sets_agree_on_a_batch() {
@@ -300,6 +335,79 @@ fn close_to_a_naive_f64_product() {
             );
         }
     }
+}
+
+/// `matmul_nt_vec` (no zeroed output) gives `matmul_nt`'s bits, calls of shrinking and
+/// growing sizes in a row included (the copied rows' buffer is reused).
+#[test]
+fn the_vec_form_equals_the_slice_form() {
+    let mut rng = Rng(19);
+    let (n, k) = (37, 101);
+    let w = rng.vec(n * k);
+    let bias = rng.vec(n);
+    let bytes = f32_bytes(&w);
+    let view = WeightView::new(&bytes, Dtype::F32, n, k).unwrap();
+    for m in [40, 9, 1, 0, 64, 12] {
+        let x = rng.vec(m * k);
+        let mut want = vec![0f32; m * n];
+        matmul_nt(&x, m, &view, Some(&bias), &mut want);
+        assert_eq!(
+            bits(&matmul_nt_vec(&x, m, &view, Some(&bias))),
+            bits(&want),
+            "m={m}"
+        );
+    }
+}
+
+/// Several weights at once (different widths, dtypes and biases) give each one's own bits,
+/// on one thread and on three.
+#[test]
+fn several_weights_at_once_equal_each_alone() {
+    let mut rng = Rng(23);
+    let k = 83;
+    let shapes = [
+        (Dtype::Bf16, 45, true),
+        (Dtype::F32, 7, false),
+        (Dtype::F16, 300, true),
+    ];
+    let bytes: Vec<Vec<u8>> = shapes
+        .iter()
+        .map(|&(dtype, n, _)| narrow(&rng.vec(n * k), dtype).0)
+        .collect();
+    let biases: Vec<Vec<f32>> = shapes.iter().map(|&(_, n, _)| rng.vec(n)).collect();
+    let views: Vec<WeightView<'_>> = shapes
+        .iter()
+        .zip(&bytes)
+        .map(|(&(dtype, n, _), b)| WeightView::new(b, dtype, n, k).unwrap())
+        .collect();
+    let layers: Vec<(&WeightView<'_>, Option<&[f32]>)> = views
+        .iter()
+        .zip(shapes.iter().zip(&biases))
+        .map(|(v, (&(.., with), b))| (v, with.then_some(&b[..])))
+        .collect();
+    for m in [1, 5, 9, 64] {
+        let x = rng.vec(m * k);
+        let want: Vec<Vec<u32>> = layers
+            .iter()
+            .map(|&(w, b)| bits(&matmul_nt_vec(&x, m, w, b)))
+            .collect();
+        for threads in [1, 3] {
+            let mut outs: Vec<Vec<f32>> = views.iter().map(|v| vec![7.0; m * v.n()]).collect();
+            let mut jobs: Vec<_> = layers
+                .iter()
+                .zip(&mut outs)
+                .map(|(&(w, b), o)| (w, b, &mut o[..]))
+                .collect();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| matmul_nt_many(&x, m, &mut jobs));
+            let got: Vec<Vec<u32>> = outs.iter().map(|o| bits(o)).collect();
+            assert_eq!(got, want, "m={m}, {threads} threads");
+        }
+    }
+    matmul_nt_many(&[], 0, &mut []);
 }
 
 #[test]

@@ -13,11 +13,11 @@
 
 use burn_tensor::activation::softmax;
 use burn_tensor::backend::Backend;
-use burn_tensor::{Tensor, TensorData};
+use burn_tensor::Tensor;
 use sieve_kernels as kernels;
 
 use super::cache::LayerCache;
-use super::kernels::Kernels;
+use super::kernels::{from_rows, sized, to_rows, Kernels, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
@@ -133,6 +133,14 @@ impl<B: Backend> Attention<B> {
     /// # Shapes
     /// `x`: `[Σ rows, hidden]` → `[Σ rows, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>, seqs: &mut [SeqAttention<'_, B>]) -> Tensor<B, 2> {
+        if self.kernels == Kernels::Host {
+            let [n, hidden] = x.dims();
+            let device = x.device();
+            let mut s = Scratch::default();
+            self.forward_host(&to_rows(x), n, seqs, &mut s);
+            s.out.truncate(n * hidden);
+            return from_rows(s.out, n, hidden, &device);
+        }
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
         // The per-head norm sees each head's `d` features as one row.
@@ -181,9 +189,6 @@ impl<B: Backend> Attention<B> {
         let heads = |t: Tensor<B, 2>, count: usize| t.reshape([n, count, d]).swap_dims(0, 1);
         let q = seq.rope.apply(heads(q, h));
         let k = seq.rope.apply(heads(k, kv));
-        if self.kernels == Kernels::Host {
-            return self.attend_on_host(q, k, v, seq);
-        }
         let (k, v) = seq.cache.append(k, heads(v, kv));
 
         let past = seq.past;
@@ -200,27 +205,33 @@ impl<B: Backend> Attention<B> {
         out.reshape([h, n, d]).swap_dims(0, 1).reshape([n, h * d])
     }
 
-    /// Attention with `sieve_kernels::attend` against the host cache: each query row sees
-    /// exactly its visible keys, in a fixed order, so `n` tokens in one pass give the bits
-    /// of `n` passes of one.
+    /// [`Attention::forward`] on host rows ([`Kernels::Host`]): `x` is `[n, hidden]`
+    /// row-major, the result `s.out[..n·hidden]`. The projections, per-head norms, RoPE and the cache append
+    /// work on row-major host buffers, and attention runs in `sieve_kernels::attend` — each
+    /// query row sees exactly its visible keys in a fixed order, so `n` tokens in one pass
+    /// give the bits of `n` passes of one.
     ///
-    /// # Shapes
-    /// `q`: `[heads, n, d]` and `k`: `[kv_heads, n, d]` (rotated), `v`: `[n, kv_heads·d]` →
-    /// `[n, heads·d]`.
-    fn attend_on_host(
+    /// # Panics
+    /// If the layer's projections are device layers.
+    pub(crate) fn forward_host(
         &self,
-        q: Tensor<B, 3>,
-        k: Tensor<B, 3>,
-        v: Tensor<B, 2>,
-        seq: &mut SeqAttention<'_, B>,
-    ) -> Tensor<B, 2> {
-        let [h, n, d] = q.dims();
-        let kv = self.num_kv_heads;
-        let device = q.device();
-        let q = to_host(q.swap_dims(0, 1));
-        let (keys, values) =
-            seq.cache
-                .append_host(&to_host(k.swap_dims(0, 1)), &to_host(v), kv * d);
+        x: &[f32],
+        n: usize,
+        seqs: &mut [SeqAttention<'_, B>],
+        s: &mut Scratch,
+    ) {
+        let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let projections = [&self.q_proj, &self.k_proj, &self.v_proj];
+        Linear::forward_host_many(&projections, x, n, &mut [&mut s.q, &mut s.k, &mut s.v]);
+        let (q, k, v) = (
+            &mut s.q[..n * h * d],
+            &mut s.k[..n * kv * d],
+            &s.v[..n * kv * d],
+        );
+        if let Some((q_norm, k_norm)) = &self.qk_norm {
+            q_norm.forward_host(q);
+            k_norm.forward_host(k);
+        }
         let shape = kernels::Attention {
             heads: h,
             kv_heads: kv,
@@ -229,13 +240,21 @@ impl<B: Backend> Attention<B> {
             window: self.window,
             softcap: self.logit_softcap.map(|c| c as f32),
         };
-        let mut out = vec![0f32; n * h * d];
-        kernels::attend(&shape, &q, seq.past, keys, values, &mut out);
-        Tensor::from_data(TensorData::new(out, [n, h * d]), &device)
+        // `attend` writes every output.
+        let out = sized(&mut s.attn, n * h * d);
+        let mut row = 0;
+        for seq in seqs.iter_mut() {
+            let rows = row..row + seq.rows;
+            let q = &mut q[rows.start * h * d..rows.end * h * d];
+            let k = &mut k[rows.start * kv * d..rows.end * kv * d];
+            seq.rope.apply_host(q, h);
+            seq.rope.apply_host(k, kv);
+            let v = &v[rows.start * kv * d..rows.end * kv * d];
+            let (keys, values) = seq.cache.append_host(k, v, kv * d);
+            let out = &mut out[rows.start * h * d..rows.end * h * d];
+            kernels::attend(&shape, q, seq.past, keys, values, out);
+            row = rows.end;
+        }
+        self.o_proj.forward_host_into(out, n, &mut s.out);
     }
-}
-
-/// The values of a float tensor in row-major order, on the host.
-pub(crate) fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
 }

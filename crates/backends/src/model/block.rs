@@ -11,6 +11,7 @@ use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
 use super::attention::{Attention, AttentionConfig, SeqAttention};
+use super::kernels::{sized, Scratch};
 use super::loader::Loader;
 use super::mlp::{Mlp, MlpConfig};
 use super::norm::{NormConfig, RmsNorm};
@@ -95,5 +96,46 @@ impl<B: Backend> DecoderLayer<B> {
                 h.clone() + post.forward(self.mlp.forward(pre.forward(h)))
             }
         }
+    }
+
+    /// [`DecoderLayer::forward`] on host rows ([`super::Kernels::Host`]), in place: `x` is
+    /// `[n, hidden]` row-major. Norms and residual sums are loops over the rows (each row on
+    /// its own), the sublayers run on the host too, so no tensor is made between layers.
+    ///
+    /// # Panics
+    /// If the layer was loaded for a device.
+    pub(crate) fn forward_host(
+        &self,
+        x: &mut [f32],
+        n: usize,
+        seqs: &mut [SeqAttention<'_, B>],
+        s: &mut Scratch,
+    ) {
+        let add = |x: &mut [f32], y: &[f32]| x.iter_mut().zip(y).for_each(|(a, &b)| *a += b);
+        let len = x.len();
+        let mut h = std::mem::take(&mut s.h);
+        sized(&mut h, len).copy_from_slice(x);
+        self.input_layernorm.forward_host(&mut h[..len]);
+        self.self_attn.forward_host(&h[..len], n, seqs, s);
+        match &self.feedforward_norms {
+            None => {
+                add(x, &s.out[..len]);
+                h[..len].copy_from_slice(x);
+                self.post_attention_layernorm.forward_host(&mut h[..len]);
+                self.mlp.forward_host(&h[..len], n, s);
+                add(x, &s.out[..len]);
+            }
+            Some((pre, post)) => {
+                self.post_attention_layernorm
+                    .forward_host(&mut s.out[..len]);
+                add(x, &s.out[..len]);
+                h[..len].copy_from_slice(x);
+                pre.forward_host(&mut h[..len]);
+                self.mlp.forward_host(&h[..len], n, s);
+                post.forward_host(&mut s.out[..len]);
+                add(x, &s.out[..len]);
+            }
+        }
+        s.h = h;
     }
 }

@@ -12,3 +12,54 @@ pub enum Kernels {
     /// The Burn backend's own tensor operations (CUDA).
     Backend,
 }
+
+/// The values of a 2-D float tensor as row-major `f32` rows on the host (the backend's buffer
+/// itself when it can be taken as it is).
+pub(crate) fn to_rows<B: burn_tensor::backend::Backend>(x: burn_tensor::Tensor<B, 2>) -> Vec<f32> {
+    x.into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("converted to f32")
+}
+
+/// A `[n, width]` tensor holding the row-major `rows`.
+pub(crate) fn from_rows<B: burn_tensor::backend::Backend>(
+    rows: Vec<f32>,
+    n: usize,
+    width: usize,
+    device: &B::Device,
+) -> burn_tensor::Tensor<B, 2> {
+    burn_tensor::Tensor::from_data(burn_tensor::TensorData::new(rows, [n, width]), device)
+}
+
+/// Buffers a host forward pass reuses from layer to layer (sized on first use, then
+/// overwritten), so the large activations are not allocated, zeroed and faulted in again for
+/// every layer.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// A sublayer's normalized input, `[n, hidden]`.
+    pub h: Vec<f32>,
+    /// Queries, keys and values, `[n, heads·d]`, `[n, kv_heads·d]` twice.
+    pub q: Vec<f32>,
+    /// See `q`.
+    pub k: Vec<f32>,
+    /// See `q`.
+    pub v: Vec<f32>,
+    /// Attention's output before `o_proj`, `[n, heads·d]`.
+    pub attn: Vec<f32>,
+    /// The MLP's gate and up projections, `[n, intermediate]`.
+    pub gate: Vec<f32>,
+    /// See `gate`.
+    pub up: Vec<f32>,
+    /// A sublayer's output, `[n, hidden]`.
+    pub out: Vec<f32>,
+}
+
+/// The first `len` values of `v`, growing it (with zeros) if it is shorter; whatever it held
+/// before is left for the caller to overwrite.
+pub(crate) fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    &mut v[..len]
+}

@@ -8,12 +8,11 @@
 //! count, and no `f32` copy of the weight is ever made. Other backends (CUDA) keep the weight
 //! as a transposed `[in, out]` `f32` tensor on the device and use Burn's matmul.
 
-use std::borrow::Cow;
-
 use burn_tensor::backend::Backend;
-use burn_tensor::{Tensor, TensorData};
+use burn_tensor::Tensor;
 use sieve_kernels::Weights;
 
+use super::kernels::{from_rows, sized, to_rows};
 use super::loader::Loader;
 use crate::Result;
 
@@ -125,19 +124,12 @@ impl<B: Backend> Linear<B> {
     /// If `x`'s width is not the layer's input width.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         match &self.0 {
-            Kind::Host { weights, bias } => {
+            Kind::Host { weights, .. } => {
                 let [n, width] = x.dims();
                 assert_eq!(width, weights.k(), "linear: input width");
                 let device = x.device();
-                let data = x.into_data().convert::<f32>();
-                let rows: Cow<'_, [f32]> = match data.as_slice::<f32>() {
-                    Ok(s) => Cow::Borrowed(s),
-                    // Bytes that are not aligned for `f32`: copy them.
-                    Err(_) => Cow::Owned(data.to_vec::<f32>().expect("converted to f32")),
-                };
-                let mut out = vec![0f32; n * weights.n()];
-                sieve_kernels::matmul_nt(&rows, n, &weights.view(), bias.as_deref(), &mut out);
-                Tensor::from_data(TensorData::new(out, [n, weights.n()]), &device)
+                let out = self.forward_host(&to_rows(x), n);
+                from_rows(out, n, weights.n(), &device)
             }
             Kind::Device { weight, bias } => {
                 let y = x.matmul(weight.clone());
@@ -147,6 +139,70 @@ impl<B: Backend> Linear<B> {
                 }
             }
         }
+    }
+
+    /// The weights and bias of a host layer (`None` for a device layer).
+    pub(crate) fn host_parts(&self) -> Option<(&Weights, Option<&[f32]>)> {
+        match &self.0 {
+            Kind::Host { weights, bias } => Some((weights, bias.as_deref())),
+            Kind::Device { .. } => None,
+        }
+    }
+
+    /// The products of several host layers with the same input width over the same rows, in
+    /// one call (`sieve_kernels::matmul_nt_many`: the rows aligned once, one parallel
+    /// section): `x` is `[n, in]`, output `i` becomes `[n, out_i]` (resized), each with the
+    /// bits of [`Linear::forward_host`].
+    ///
+    /// # Panics
+    /// If a layer is a device layer, or the widths differ from `x`'s.
+    pub(crate) fn forward_host_many(
+        layers: &[&Self],
+        x: &[f32],
+        n: usize,
+        outs: &mut [&mut Vec<f32>],
+    ) {
+        let parts: Vec<(&Weights, Option<&[f32]>)> = layers
+            .iter()
+            .map(|l| {
+                l.host_parts()
+                    .expect("linear: a device layer has no host product")
+            })
+            .collect();
+        let views: Vec<_> = parts.iter().map(|(w, _)| w.view()).collect();
+        let mut jobs: Vec<_> = views
+            .iter()
+            .zip(&parts)
+            .zip(outs.iter_mut())
+            .map(|((view, (_, bias)), out)| (view, *bias, sized(out, n * view.n())))
+            .collect();
+        sieve_kernels::matmul_nt_many(x, n, &mut jobs);
+    }
+
+    /// The product on the host, over row-major rows: `x` is `[n, in]`, the result `[n, out]`.
+    ///
+    /// # Panics
+    /// If the layer is a device layer ([`crate::model::Kernels::Backend`]), or `x` is not
+    /// `[n, in]`.
+    pub(crate) fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
+        let Kind::Host { weights, bias } = &self.0 else {
+            panic!("linear: a device layer has no host product");
+        };
+        assert_eq!(x.len(), n * weights.k(), "linear: input width");
+        sieve_kernels::matmul_nt_vec(x, n, &weights.view(), bias.as_deref())
+    }
+
+    /// [`Linear::forward_host`] into `out` (resized to `[n, out]`, its old values overwritten).
+    ///
+    /// # Panics
+    /// As [`Linear::forward_host`].
+    pub(crate) fn forward_host_into(&self, x: &[f32], n: usize, out: &mut Vec<f32>) {
+        let Kind::Host { weights, bias } = &self.0 else {
+            panic!("linear: a device layer has no host product");
+        };
+        assert_eq!(x.len(), n * weights.k(), "linear: input width");
+        let out = sized(out, n * weights.n());
+        sieve_kernels::matmul_nt(x, n, &weights.view(), bias.as_deref(), out);
     }
 }
 

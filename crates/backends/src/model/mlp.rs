@@ -6,6 +6,7 @@ use burn_tensor::activation::silu;
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
+use super::kernels::{from_rows, to_rows, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use crate::Result;
@@ -45,6 +46,21 @@ impl Activation {
             }
         }
     }
+
+    /// The activation of one value on the host: SiLU with `sieve_kernels::math`'s fixed
+    /// `exp` (a loop over it vectorizes), the tanh GELU with the operations of
+    /// [`Activation::forward`].
+    #[inline(always)]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Activation::Silu => sieve_kernels::math::silu(x),
+            Activation::GeluTanh => {
+                let k = (2.0 / std::f64::consts::PI).sqrt() as f32;
+                let inner = (x + x * x * x * 0.044715) * k;
+                x * 0.5 * (inner.tanh() + 1.0)
+            }
+        }
+    }
 }
 
 impl MlpConfig {
@@ -61,6 +77,7 @@ impl MlpConfig {
             up_proj: up.load(w, &format!("{prefix}.up_proj"))?,
             down_proj: down.load(w, &format!("{prefix}.down_proj"))?,
             activation: self.activation,
+            on_host: w.on_host(),
         })
     }
 }
@@ -72,13 +89,45 @@ pub struct Mlp<B: Backend> {
     up_proj: Linear<B>,
     down_proj: Linear<B>,
     activation: Activation,
+    /// Whether the layers multiply on the host ([`super::Kernels::Host`]).
+    on_host: bool,
 }
 
 impl<B: Backend> Mlp<B> {
     /// # Shapes
     /// `x`: `[n, hidden]` → `[n, hidden]`.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        if self.on_host {
+            let [n, hidden] = x.dims();
+            let device = x.device();
+            let mut s = Scratch::default();
+            self.forward_host(&to_rows(x), n, &mut s);
+            s.out.truncate(n * hidden);
+            return from_rows(s.out, n, hidden, &device);
+        }
         let gate = self.activation.forward(self.gate_proj.forward(x.clone()));
         self.down_proj.forward(gate * self.up_proj.forward(x))
+    }
+
+    /// [`Mlp::forward`] on host rows: `x` is `[n, hidden]` row-major, the result
+    /// `s.out[..n·hidden]`; the gating is one loop (SwiGLU through
+    /// `sieve_kernels::math::silu_mul`).
+    ///
+    /// # Panics
+    /// If the layer's projections are device layers.
+    pub(crate) fn forward_host(&self, x: &[f32], n: usize, s: &mut Scratch) {
+        let projections = [&self.gate_proj, &self.up_proj];
+        Linear::forward_host_many(&projections, x, n, &mut [&mut s.gate, &mut s.up]);
+        // `[n, intermediate]` each (the buffers may be longer, from a larger call).
+        let len = n * self.down_proj.host_parts().expect("a host layer").0.k();
+        let (gate, up) = (&mut s.gate[..len], &s.up[..len]);
+        match self.activation {
+            Activation::Silu => sieve_kernels::math::silu_mul(gate, up),
+            act => gate
+                .iter_mut()
+                .zip(up)
+                .for_each(|(g, &u)| *g = act.apply(*g) * u),
+        }
+        self.down_proj.forward_host_into(gate, n, &mut s.out);
     }
 }

@@ -13,7 +13,10 @@
 //! Activations are `f32`. On the CPU backends ([`Kernels::Host`]) the linear layers multiply
 //! the checkpoint's memory-mapped bytes in place (f32, bf16 or f16, widened in registers,
 //! accumulated in f32) and attention runs on a host KV cache, both with `sieve-kernels`' fixed
-//! reduction order; on CUDA the weights are widened to `f32` tensors on load. A forward pass
+//! reduction order; the attention and MLP sublayers then do their elementwise work (RoPE,
+//! per-head norms, the gate's activation) as plain loops over the host rows, reading the
+//! sublayer's input back once and making one tensor of its output, rather than through Burn
+//! tensor ops on strided views. On CUDA the weights are widened to `f32` tensors on load. A forward pass
 //! runs the new tokens of one or several sequences ([`Model`] as a `BatchModel`): their rows go
 //! through every projection together, attention runs per sequence on its own cache.
 

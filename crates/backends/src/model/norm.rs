@@ -42,11 +42,14 @@ impl NormConfig {
         let mut weight = w
             .vector(&format!("{prefix}.weight"), self.dim)?
             .unsqueeze_dim(0);
+        let mut host = w.values(&format!("{prefix}.weight"), self.dim)?;
         if self.unit_offset {
             weight = weight.add_scalar(1.0);
+            host.iter_mut().for_each(|v| *v += 1.0);
         }
         Ok(RmsNorm {
             weight,
+            host,
             eps: self.eps,
         })
     }
@@ -57,6 +60,8 @@ impl NormConfig {
 pub struct RmsNorm<B: Backend> {
     /// `[1, dim]`.
     weight: Tensor<B, 2>,
+    /// The same `[dim]` scale on the host.
+    host: Vec<f32>,
     eps: f64,
 }
 
@@ -69,5 +74,33 @@ impl<B: Backend> RmsNorm<B> {
         // (relative error up to ~4e-4) that alone breaks the 1e-4 agreement with transformers.
         let rms = variance.add_scalar(self.eps).sqrt();
         x / rms * self.weight.clone()
+    }
+
+    /// [`RmsNorm::forward`] in place on row-major host rows of `dim` values. The mean square
+    /// of a row is summed in `f64`, in 8 running sums (index `i` into sum `i mod 8`, then
+    /// added in order), so a row's result depends on that row alone.
+    ///
+    /// # Panics
+    /// If `x`'s length is not a multiple of `dim`.
+    pub fn forward_host(&self, x: &mut [f32]) {
+        let dim = self.host.len();
+        assert!(
+            dim > 0 && x.len().is_multiple_of(dim),
+            "rms_norm: rows are not {dim} wide"
+        );
+        for row in x.chunks_exact_mut(dim) {
+            let mut sums = [0f64; 8];
+            for chunk in row.chunks(8) {
+                for (s, &v) in sums.iter_mut().zip(chunk) {
+                    *s += f64::from(v) * f64::from(v);
+                }
+            }
+            let square: f64 = sums.iter().sum();
+            let variance = (square / dim as f64) as f32;
+            let rms = (variance + self.eps as f32).sqrt();
+            for (v, &w) in row.iter_mut().zip(&self.host) {
+                *v = *v / rms * w;
+            }
+        }
     }
 }

@@ -71,6 +71,10 @@ pub struct RopeTables<B: Backend> {
     cos: Tensor<B, 3>,
     /// `[1, n, head_dim]`.
     sin: Tensor<B, 3>,
+    /// The same cosines on the host, `[n, head_dim]` row-major.
+    host_cos: Vec<f32>,
+    /// The same sines on the host, `[n, head_dim]` row-major.
+    host_sin: Vec<f32>,
 }
 
 impl Rope {
@@ -145,8 +149,10 @@ impl Rope {
             }
         }
         RopeTables {
-            cos: Tensor::from_data(TensorData::new(cos, [1, n, d]), device),
-            sin: Tensor::from_data(TensorData::new(sin, [1, n, d]), device),
+            cos: Tensor::from_data(TensorData::new(cos.clone(), [1, n, d]), device),
+            sin: Tensor::from_data(TensorData::new(sin.clone(), [1, n, d]), device),
+            host_cos: cos,
+            host_sin: sin,
         }
     }
 }
@@ -164,6 +170,32 @@ impl<B: Backend> RopeTables<B> {
         let x2 = x.clone().narrow(2, half, half);
         let rotated = Tensor::cat(vec![x2.neg(), x1], 2);
         x * self.cos.clone() + rotated * self.sin.clone()
+    }
+
+    /// [`RopeTables::apply`] in place on host rows: `x` is `[n, heads, head_dim]` row-major
+    /// (a projection's output as it comes), position `p`'s row rotated by table row `p`. The
+    /// same two products and one sum per element as [`RopeTables::apply`], so the same bits.
+    ///
+    /// # Panics
+    /// If `x` is not `[n, heads, head_dim]` for these tables' `n` and `head_dim`.
+    pub fn apply_host(&self, x: &mut [f32], heads: usize) {
+        let [_, n, d] = self.cos.dims();
+        assert_eq!(x.len(), n * heads * d, "rope: x is not [{n}, {heads}, {d}]");
+        let half = d / 2;
+        let tables = self
+            .host_cos
+            .chunks_exact(d)
+            .zip(self.host_sin.chunks_exact(d));
+        for (row, (cos, sin)) in x.chunks_exact_mut(heads * d).zip(tables) {
+            for head in row.chunks_exact_mut(d) {
+                let (x1, x2) = head.split_at_mut(half);
+                for i in 0..half {
+                    let (a, b) = (x1[i], x2[i]);
+                    x1[i] = a * cos[i] + -b * sin[i];
+                    x2[i] = b * cos[half + i] + a * sin[half + i];
+                }
+            }
+        }
     }
 }
 

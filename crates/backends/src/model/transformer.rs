@@ -12,6 +12,7 @@ use super::block::{DecoderLayer, DecoderLayerConfig};
 use super::cache::KvCache;
 use super::embedding::{Embedding, EmbeddingConfig};
 use super::kernels::Kernels;
+use super::kernels::{from_rows, to_rows, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::norm::{NormConfig, RmsNorm};
@@ -118,6 +119,7 @@ impl TransformerConfig {
             local_rope: self.local_rope.map(|r| r.init()),
             local,
             final_logit_softcap: self.final_logit_softcap,
+            on_host: w.on_host(),
         })
     }
 }
@@ -143,6 +145,15 @@ pub struct Transformer<B: Backend> {
     /// Per layer: whether it uses `local_rope`.
     local: Vec<bool>,
     final_logit_softcap: Option<f64>,
+    /// Whether the layers compute on the host ([`Kernels::Host`]): the forward pass then keeps
+    /// its rows in a host buffer from the embedding to the logits.
+    on_host: bool,
+}
+
+/// The rows between layers: a tensor, or a row-major host buffer on [`Kernels::Host`].
+enum Stream<B: Backend> {
+    Tensor(Tensor<B, 2>),
+    Host(Vec<f32>),
 }
 
 /// One sequence's part of a batched forward pass: how many of the ids are its new tokens,
@@ -205,7 +216,14 @@ impl<B: Backend> Transformer<B> {
                 (past, global, local)
             })
             .collect();
-        let mut x = self.embed_tokens.forward(ids);
+        let x = self.embed_tokens.forward(ids);
+        let [n, hidden] = x.dims();
+        // On the host the rows stay a plain buffer from the embedding to the logits.
+        let mut x = match self.on_host {
+            true => Stream::Host(to_rows(x)),
+            false => Stream::Tensor(x),
+        };
+        let mut scratch = Scratch::default();
         for (l, (layer, &local)) in self.layers.iter().zip(&self.local).enumerate() {
             let mut parts: Vec<SeqAttention<'_, B>> = seqs
                 .iter_mut()
@@ -220,7 +238,13 @@ impl<B: Backend> Transformer<B> {
                     cache: &mut s.cache.layers_mut()[l],
                 })
                 .collect();
-            x = layer.forward(x, &mut parts);
+            x = match x {
+                Stream::Host(mut rows) => {
+                    layer.forward_host(&mut rows, n, &mut parts, &mut scratch);
+                    Stream::Host(rows)
+                }
+                Stream::Tensor(x) => Stream::Tensor(layer.forward(x, &mut parts)),
+            };
         }
         let mut keep = Vec::new();
         let mut row = 0;
@@ -232,6 +256,24 @@ impl<B: Backend> Transformer<B> {
             }
             row += s.rows;
         }
+        let mut x = match x {
+            Stream::Host(rows) => {
+                let mut kept = Vec::with_capacity(keep.len() * hidden);
+                for &r in &keep {
+                    kept.extend_from_slice(&rows[r * hidden..][..hidden]);
+                }
+                self.norm.forward_host(&mut kept);
+                let mut logits = self.lm_head.forward_host(&kept, keep.len());
+                if let Some(cap) = self.final_logit_softcap {
+                    // The tensor path's operations: divide, tanh, multiply, in `f32`.
+                    let cap = cap as f32;
+                    logits.iter_mut().for_each(|v| *v = (*v / cap).tanh() * cap);
+                }
+                let vocab = logits.len() / keep.len().max(1);
+                return from_rows(logits, keep.len(), vocab, &device);
+            }
+            Stream::Tensor(x) => x,
+        };
         if keep.len() < row {
             let index: Vec<i64> = keep.iter().map(|&r| r as i64).collect();
             let index =

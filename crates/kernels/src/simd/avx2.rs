@@ -7,7 +7,7 @@
 use std::arch::x86_64::*;
 
 use super::driver::{self, rows_table, Tile};
-use super::{Elem, Gemm, Lanes};
+use super::{AttnRow, Elem, Gemm, Lanes, Scores, Values};
 
 /// AVX2 lanes.
 pub(crate) struct Avx2;
@@ -47,6 +47,7 @@ impl Lanes for Avx2 {
     const DECODE_ROWS: usize = 4;
     const PREFILL_ROWS: usize = 2;
     const PREFILL_COLS: usize = 2;
+    const ATTN_ROWS: usize = 1;
 
     #[inline(always)]
     unsafe fn zero() -> V2 {
@@ -95,6 +96,10 @@ impl Lanes for Avx2 {
         let mut buf = [0f32; 16];
         Self::store(buf.as_mut_ptr(), v);
         std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), p.cast::<u8>(), 4 * len);
+    }
+    #[inline(always)]
+    unsafe fn add(a: V2, b: V2) -> V2 {
+        V2(_mm256_add_ps(a.0, b.0), _mm256_add_ps(a.1, b.1))
     }
     #[inline(always)]
     unsafe fn fma(a: V2, b: V2, c: V2) -> V2 {
@@ -149,4 +154,22 @@ pub(super) unsafe fn weighted_sum(
     out: *mut f32,
 ) {
     driver::weighted_sum::<Avx2>(e, nt, v, ldv, d, out)
+}
+
+/// [`super::attn_scores`] with AVX2.
+///
+/// # Safety
+/// As `attn::scores`; the CPU has the enabled features.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn attn_scores(rows: &[AttnRow], s: &Scores) {
+    super::attn::scores::<Avx2>(rows, s)
+}
+
+/// [`super::attn_sums`] with AVX2.
+///
+/// # Safety
+/// As `attn::weighted_sums`; the CPU has the enabled features.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn attn_sums(rows: &[AttnRow], base: usize, v: &Values) {
+    super::attn::weighted_sums::<Avx2>(rows, base, v)
 }

@@ -6,7 +6,7 @@
 use std::arch::x86_64::*;
 
 use super::driver::{self, rows_table, Tile};
-use super::{Elem, Gemm, Lanes};
+use super::{AttnRow, Elem, Gemm, Lanes, Scores, Values};
 
 /// AVX-512 lanes.
 pub(crate) struct Avx512;
@@ -22,6 +22,7 @@ impl Lanes for Avx512 {
     const DECODE_ROWS: usize = 8;
     const PREFILL_ROWS: usize = 4;
     const PREFILL_COLS: usize = 6;
+    const ATTN_ROWS: usize = 4;
 
     #[inline(always)]
     unsafe fn zero() -> __m512 {
@@ -65,6 +66,10 @@ impl Lanes for Avx512 {
     #[inline(always)]
     unsafe fn store_part(p: *mut f32, v: __m512, len: usize) {
         _mm512_mask_storeu_ps(p, mask(len), v)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m512, b: __m512) -> __m512 {
+        _mm512_add_ps(a, b)
     }
     #[inline(always)]
     unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
@@ -146,4 +151,22 @@ pub(super) unsafe fn weighted_sum(
     out: *mut f32,
 ) {
     driver::weighted_sum::<Avx512>(e, nt, v, ldv, d, out)
+}
+
+/// [`super::attn_scores`] with AVX-512.
+///
+/// # Safety
+/// As `attn::scores`; the CPU has the enabled features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")]
+pub(super) unsafe fn attn_scores(rows: &[AttnRow], s: &Scores) {
+    super::attn::scores::<Avx512>(rows, s)
+}
+
+/// [`super::attn_sums`] with AVX-512.
+///
+/// # Safety
+/// As `attn::weighted_sums`; the CPU has the enabled features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")]
+pub(super) unsafe fn attn_sums(rows: &[AttnRow], base: usize, v: &Values) {
+    super::attn::weighted_sums::<Avx512>(rows, base, v)
 }

@@ -16,6 +16,11 @@ use crate::{Dtype, LANES};
 const PANEL_BYTES: usize = 256 * 1024;
 /// Bytes of rows prefill streams past one group of weight columns (kept in L2).
 const ROW_BLOCK_BYTES: usize = 512 * 1024;
+/// Bytes of packed weights a row tile goes through before the next row tile (kept in L1
+/// beside the row tile).
+const PASS_BYTES: usize = 28 * 1024;
+/// Bytes of a cache line.
+const LINE_BYTES: usize = 64;
 /// Alignment of prefill's buffers (a cache line: whole-line loads).
 const ALIGN_FLOATS: usize = 16;
 
@@ -97,6 +102,7 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
     let nc = (PANEL_BYTES / (kp * 4) / group).max(1) * group;
     let mb = (ROW_BLOCK_BYTES / (kp * 4) / L::PREFILL_ROWS).max(1) * L::PREFILL_ROWS;
     let panel_len = nc.div_ceil(group) * group * kp;
+    let pass = (PASS_BYTES / (group * kp * 4)).max(1) * group;
     // Rows whose starts are already cache-line aligned are read in place (`matmul_nt` aligns
     // them once per call); others are copied once per call of this function.
     let aligned = g.ldx.is_multiple_of(LANES) && (g.x as usize).is_multiple_of(ALIGN_FLOATS * 4);
@@ -118,38 +124,57 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
     while p0 < j1 {
         let p1 = (p0 + nc).min(j1);
         pack::<L, E>(g.w.add(p0 * g.ldw), g.ldw, p1 - p0, g.k, group, panel);
-        // One group of columns stays in L1 while a block of rows (kept in L2) streams past
-        // it in register tiles.
+        // While this panel computes, fetch the next one's weights (a few cache lines after
+        // each register tile), so its packing reads them from L2 instead of waiting on memory.
+        let next = (p1 + nc).min(j1) - p1;
+        let mut fetch = g.w.add(p1 * g.ldw);
+        let fetch_end = fetch.wrapping_add(next * g.ldw);
+        let tiles = (p1 - p0).div_ceil(group) * g.m.div_ceil(L::PREFILL_ROWS);
+        let per_tile = (next * g.ldw).div_ceil(LINE_BYTES).div_ceil(tiles.max(1));
+        // A few groups of columns (`pass`) stay in L1 while a block of rows (kept in L2)
+        // streams past them, each row tile going through every group of the pass while it
+        // is in L1 too.
         let mut b0 = 0;
         while b0 < g.m {
             let b1 = (b0 + mb).min(g.m);
             let mut c0 = 0;
             while c0 < p1 - p0 {
-                let cols = group.min(p1 - p0 - c0);
+                let c1 = (c0 + pass).min(p1 - p0);
                 let mut r0 = b0;
                 while r0 < b1 {
                     let rows = L::PREFILL_ROWS.min(b1 - r0);
-                    let tile = Tile {
-                        x: xbuf.add(r0 * ldx),
-                        ldx,
-                        k: g.k,
-                        w: panel.add((c0 / group) * group * kp).cast(),
-                        ldw: LANES * 4,
-                        group,
-                        gstride: group * kp * 4,
-                        cstride: group * LANES * 4,
-                        bias: if g.bias.is_null() {
-                            g.bias
-                        } else {
-                            g.bias.add(p0 + c0)
-                        },
-                        out: g.out.add(r0 * g.ldo + p0 + c0),
-                        ldo: g.ldo,
-                    };
-                    L::rows_packed(rows, &tile, cols);
+                    let mut c = c0;
+                    while c < c1 {
+                        let cols = group.min(c1 - c);
+                        let tile = Tile {
+                            x: xbuf.add(r0 * ldx),
+                            ldx,
+                            k: g.k,
+                            w: panel.add((c / group) * group * kp).cast(),
+                            ldw: LANES * 4,
+                            group,
+                            gstride: group * kp * 4,
+                            cstride: group * LANES * 4,
+                            bias: if g.bias.is_null() {
+                                g.bias
+                            } else {
+                                g.bias.add(p0 + c)
+                            },
+                            out: g.out.add(r0 * g.ldo + p0 + c),
+                            ldo: g.ldo,
+                        };
+                        L::rows_packed(rows, &tile, cols);
+                        for _ in 0..per_tile {
+                            if fetch < fetch_end {
+                                L::prefetch(fetch);
+                                fetch = fetch.wrapping_add(LINE_BYTES);
+                            }
+                        }
+                        c += cols;
+                    }
                     r0 += rows;
                 }
-                c0 += cols;
+                c0 = c1;
             }
             b0 = b1;
         }
@@ -190,8 +215,9 @@ unsafe fn pack<L: Lanes, E: Elem>(
     }
 }
 
-/// Columns `0..ncols` of `t` with `R` rows, `C` columns per register tile and single columns
-/// for the rest.
+/// Columns `0..ncols` of `t` with `R` rows, `C` columns per register tile, and the rest in
+/// tiles of 4, 2 and 1 columns (narrower than `C`), so a column range that is not a multiple
+/// of `C` (a task's share) still loads each weight chunk for several columns at once.
 #[inline(always)]
 pub(super) unsafe fn cols<L: Lanes, E: Elem, const R: usize, const C: usize>(
     t: &Tile,
@@ -201,6 +227,14 @@ pub(super) unsafe fn cols<L: Lanes, E: Elem, const R: usize, const C: usize>(
     while c0 + C <= ncols {
         tile::<L, E, R, C>(t, c0);
         c0 += C;
+    }
+    if C > 4 && c0 + 4 <= ncols {
+        tile::<L, E, R, 4>(t, c0);
+        c0 += 4;
+    }
+    if C > 2 && c0 + 2 <= ncols {
+        tile::<L, E, R, 2>(t, c0);
+        c0 += 2;
     }
     while c0 < ncols {
         tile::<L, E, R, 1>(t, c0);

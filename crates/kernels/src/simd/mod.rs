@@ -12,12 +12,15 @@
 //! Everything here works on raw pointers that the safe callers (`matmul.rs`, `attend.rs`) have
 //! bounds-checked; the `# Safety` section of each entry point says what they must guarantee.
 
+mod attn;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod driver;
 mod scalar;
+
+pub(crate) use attn::{AttnRow, Scores, Values};
 
 use crate::{Dtype, Isa};
 
@@ -36,6 +39,8 @@ pub(crate) trait Lanes {
     const PREFILL_ROWS: usize;
     /// Columns per tile in prefill (the packed panel interleaves this many columns).
     const PREFILL_COLS: usize;
+    /// Query rows sharing each load of keys or values in blocked attention (1 to 4).
+    const ATTN_ROWS: usize;
 
     /// All lanes `+0.0`.
     unsafe fn zero() -> Self::V;
@@ -57,6 +62,8 @@ pub(crate) trait Lanes {
     unsafe fn store(p: *mut f32, v: Self::V);
     /// Writes the first `len < 16` lanes to `p`.
     unsafe fn store_part(p: *mut f32, v: Self::V, len: usize);
+    /// `a + b` per lane.
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b + c` per lane, rounded once.
     unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// The fixed tree over the lanes (see [`crate::reference_dot`]).
@@ -183,6 +190,40 @@ pub(crate) unsafe fn gemm_cols(isa: Isa, g: &Gemm, j0: usize, j1: usize, scratch
         Isa::Avx2 => avx2::gemm_cols(g, j0, j1, scratch),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => avx512::gemm_cols(g, j0, j1, scratch),
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Avx2 | Isa::Avx512 => unreachable!("{isa:?} is x86-64 only"),
+    }
+}
+
+/// Blocked attention's scores: every row's `reference_dot` with the keys of its range (see
+/// `attn`).
+///
+/// # Safety
+/// `isa.is_available()`, and the contract of `attn::scores`.
+pub(crate) unsafe fn attn_scores(isa: Isa, rows: &[AttnRow], s: &Scores) {
+    match isa {
+        Isa::Scalar => attn::scores::<scalar::Scalar>(rows, s),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::attn_scores(rows, s),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::attn_scores(rows, s),
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Avx2 | Isa::Avx512 => unreachable!("{isa:?} is x86-64 only"),
+    }
+}
+
+/// Blocked attention's weighted sums: every row's `out += Σ_t scores[t - base] · v_t` over
+/// its range (see `attn`).
+///
+/// # Safety
+/// `isa.is_available()`, and the contract of `attn::weighted_sums`.
+pub(crate) unsafe fn attn_sums(isa: Isa, rows: &[AttnRow], base: usize, v: &Values) {
+    match isa {
+        Isa::Scalar => attn::weighted_sums::<scalar::Scalar>(rows, base, v),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::attn_sums(rows, base, v),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::attn_sums(rows, base, v),
         #[cfg(not(target_arch = "x86_64"))]
         Isa::Avx2 | Isa::Avx512 => unreachable!("{isa:?} is x86-64 only"),
     }

@@ -21,6 +21,7 @@ impl Lanes for Scalar {
     const DECODE_ROWS: usize = 4;
     const PREFILL_ROWS: usize = 4;
     const PREFILL_COLS: usize = 1;
+    const ATTN_ROWS: usize = 1;
 
     #[inline(always)]
     unsafe fn zero() -> V {
@@ -83,6 +84,10 @@ impl Lanes for Scalar {
         for (l, x) in v.into_iter().take(len).enumerate() {
             p.add(l).write_unaligned(x);
         }
+    }
+    #[inline(always)]
+    unsafe fn add(a: V, b: V) -> V {
+        std::array::from_fn(|l| a[l] + b[l])
     }
     #[inline(always)]
     unsafe fn fma(a: V, b: V, c: V) -> V {
