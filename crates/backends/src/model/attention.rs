@@ -17,7 +17,7 @@ use burn_tensor::Tensor;
 use sieve_kernels as kernels;
 
 use super::cache::LayerCache;
-use super::kernels::{from_rows, sized, to_rows, Kernels, Scratch};
+use super::kernels::{from_rows, sized, to_rows, window, window_mut, Kernels, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use super::mask::{attention_mask, needs_mask};
@@ -138,8 +138,8 @@ impl<B: Backend> Attention<B> {
             let device = x.device();
             let mut s = Scratch::default();
             self.forward_host(&to_rows(x), n, seqs, &mut s);
-            s.out.truncate(n * hidden);
-            return from_rows(s.out, n, hidden, &device);
+            let out = window(&s.out, n * hidden).to_vec();
+            return from_rows(out, n, hidden, &device);
         }
         let [n, _] = x.dims();
         let (h, kv, d) = (self.num_heads, self.num_kv_heads, self.head_dim);
@@ -224,9 +224,9 @@ impl<B: Backend> Attention<B> {
         let projections = [&self.q_proj, &self.k_proj, &self.v_proj];
         Linear::forward_host_many(&projections, x, n, &mut [&mut s.q, &mut s.k, &mut s.v]);
         let (q, k, v) = (
-            &mut s.q[..n * h * d],
-            &mut s.k[..n * kv * d],
-            &s.v[..n * kv * d],
+            window_mut(&mut s.q, n * h * d),
+            window_mut(&mut s.k, n * kv * d),
+            window(&s.v, n * kv * d),
         );
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q_norm.forward_host(q);

@@ -11,7 +11,7 @@ use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
 use super::attention::{Attention, AttentionConfig, SeqAttention};
-use super::kernels::{sized, Scratch};
+use super::kernels::{sized, window, window_mut, Scratch};
 use super::loader::Loader;
 use super::mlp::{Mlp, MlpConfig};
 use super::norm::{NormConfig, RmsNorm};
@@ -115,25 +115,26 @@ impl<B: Backend> DecoderLayer<B> {
         let len = x.len();
         let mut h = std::mem::take(&mut s.h);
         sized(&mut h, len).copy_from_slice(x);
-        self.input_layernorm.forward_host(&mut h[..len]);
-        self.self_attn.forward_host(&h[..len], n, seqs, s);
+        self.input_layernorm.forward_host(window_mut(&mut h, len));
+        self.self_attn.forward_host(window(&h, len), n, seqs, s);
         match &self.feedforward_norms {
             None => {
-                add(x, &s.out[..len]);
-                h[..len].copy_from_slice(x);
-                self.post_attention_layernorm.forward_host(&mut h[..len]);
-                self.mlp.forward_host(&h[..len], n, s);
-                add(x, &s.out[..len]);
+                add(x, window(&s.out, len));
+                window_mut(&mut h, len).copy_from_slice(x);
+                self.post_attention_layernorm
+                    .forward_host(window_mut(&mut h, len));
+                self.mlp.forward_host(window(&h, len), n, s);
+                add(x, window(&s.out, len));
             }
             Some((pre, post)) => {
                 self.post_attention_layernorm
-                    .forward_host(&mut s.out[..len]);
-                add(x, &s.out[..len]);
-                h[..len].copy_from_slice(x);
-                pre.forward_host(&mut h[..len]);
-                self.mlp.forward_host(&h[..len], n, s);
-                post.forward_host(&mut s.out[..len]);
-                add(x, &s.out[..len]);
+                    .forward_host(window_mut(&mut s.out, len));
+                add(x, window(&s.out, len));
+                window_mut(&mut h, len).copy_from_slice(x);
+                pre.forward_host(window_mut(&mut h, len));
+                self.mlp.forward_host(window(&h, len), n, s);
+                post.forward_host(window_mut(&mut s.out, len));
+                add(x, window(&s.out, len));
             }
         }
         s.h = h;

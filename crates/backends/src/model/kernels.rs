@@ -55,11 +55,27 @@ pub(crate) struct Scratch {
     pub out: Vec<f32>,
 }
 
-/// The first `len` values of `v`, growing it (with zeros) if it is shorter; whatever it held
-/// before is left for the caller to overwrite.
+/// Floats of slack a [`Scratch`] buffer keeps so that its window can start on a cache line.
+const SLACK: usize = 16;
+
+/// A window of `len` floats of `v` starting on a 64-byte boundary (so the matrix products
+/// read it in place, without copying it to aligned rows first), growing `v` (with zeros) if
+/// it is too short; whatever it held before is left for the caller to overwrite.
 pub(crate) fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
-    if v.len() < len {
-        v.resize(len, 0.0);
+    if v.len() < len + SLACK {
+        v.resize(len + SLACK, 0.0);
     }
-    &mut v[..len]
+    window_mut(v, len)
+}
+
+/// The window [`sized`] gives, to read it back.
+pub(crate) fn window(v: &[f32], len: usize) -> &[f32] {
+    let at = v.as_ptr().align_offset(64).min(SLACK);
+    &v[at..at + len]
+}
+
+/// The window [`sized`] gives, to change it in place.
+pub(crate) fn window_mut(v: &mut [f32], len: usize) -> &mut [f32] {
+    let at = v.as_ptr().align_offset(64).min(SLACK);
+    &mut v[at..at + len]
 }

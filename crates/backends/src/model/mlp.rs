@@ -6,7 +6,7 @@ use burn_tensor::activation::silu;
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 
-use super::kernels::{from_rows, to_rows, Scratch};
+use super::kernels::{from_rows, to_rows, window, window_mut, Scratch};
 use super::linear::{Linear, LinearConfig};
 use super::loader::Loader;
 use crate::Result;
@@ -102,8 +102,8 @@ impl<B: Backend> Mlp<B> {
             let device = x.device();
             let mut s = Scratch::default();
             self.forward_host(&to_rows(x), n, &mut s);
-            s.out.truncate(n * hidden);
-            return from_rows(s.out, n, hidden, &device);
+            let out = window(&s.out, n * hidden).to_vec();
+            return from_rows(out, n, hidden, &device);
         }
         let gate = self.activation.forward(self.gate_proj.forward(x.clone()));
         self.down_proj.forward(gate * self.up_proj.forward(x))
@@ -120,7 +120,7 @@ impl<B: Backend> Mlp<B> {
         Linear::forward_host_many(&projections, x, n, &mut [&mut s.gate, &mut s.up]);
         // `[n, intermediate]` each (the buffers may be longer, from a larger call).
         let len = n * self.down_proj.host_parts().expect("a host layer").0.k();
-        let (gate, up) = (&mut s.gate[..len], &s.up[..len]);
+        let (gate, up) = (window_mut(&mut s.gate, len), window(&s.up, len));
         match self.activation {
             Activation::Silu => sieve_kernels::math::silu_mul(gate, up),
             act => gate
