@@ -59,14 +59,7 @@ pub fn matmul_nt_on(
     let (n, k) = (w.n(), w.k());
     assert!(isa.is_available(), "{isa:?} is not available on this CPU");
     assert_eq!(x.len(), m * k, "matmul_nt: x is not [m, k] = [{m}, {k}]");
-    assert_eq!(
-        out.len(),
-        m * n,
-        "matmul_nt: out is not [m, n] = [{m}, {n}]"
-    );
-    if let Some(b) = bias {
-        assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
-    }
+    check_output(m, n, bias, out);
     // SAFETY: `out` is `m · n` floats, borrowed mutably.
     unsafe { product(isa, x, m, &[(w, bias, out.as_mut_ptr())]) }
 }
@@ -113,14 +106,7 @@ pub fn matmul_nt_many(x: &[f32], m: usize, jobs: &mut [Product<'_, '_>]) {
     for (w, bias, out) in jobs.iter() {
         let n = w.n();
         assert_eq!(w.k(), k, "matmul_nt_many: weights of different widths");
-        assert_eq!(
-            out.len(),
-            m * n,
-            "matmul_nt: out is not [m, n] = [{m}, {n}]"
-        );
-        if let Some(b) = bias {
-            assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
-        }
+        check_output(m, n, *bias, out);
     }
     let raw: Vec<_> = jobs
         .iter_mut()
@@ -213,5 +199,17 @@ unsafe fn product(
     }
     if padded.capacity() > 0 {
         ROWS.with(|r| *r.borrow_mut() = padded);
+    }
+}
+
+/// Panics unless `out` is `[m, n]` and `bias`, when given, `[n]`.
+fn check_output(m: usize, n: usize, bias: Option<&[f32]>, out: &[f32]) {
+    assert_eq!(
+        out.len(),
+        m * n,
+        "matmul_nt: out is not [m, n] = [{m}, {n}]"
+    );
+    if let Some(b) = bias {
+        assert_eq!(b.len(), n, "matmul_nt: bias is not [n] = [{n}]");
     }
 }

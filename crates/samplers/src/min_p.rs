@@ -260,13 +260,7 @@ mod tests {
     fn decides_exactly_as_the_plain_comparison() {
         // Against `logit(i) >= max_logit + logf(p)` over every candidate, with pending
         // temperatures, on logits placed at, just above and just below thresholds.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = crate::shared::uniform_stream();
         let base: Vec<f32> = (0..5000).map(|_| (next() - 0.5) * 20.0).collect();
         for scale in [1.0f32, 1.0 / 0.7, 1.5, 0.1, 3.0e-3] {
             for p in [0.05f32, 0.1, 0.5, 0.9, 1.0, 1e-9] {

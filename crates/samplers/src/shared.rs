@@ -74,3 +74,16 @@ pub(crate) fn argmax(candidates: &Candidates) -> Option<usize> {
     }
     best.map(|(i, _)| i)
 }
+
+/// A deterministic stream of uniform values in `[0, 1)` (xorshift64, 24 bits each), for tests
+/// that need many reproducible logits without a dependency.
+#[cfg(test)]
+pub(crate) fn uniform_stream() -> impl FnMut() -> f32 {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    }
+}

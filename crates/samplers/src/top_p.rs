@@ -611,13 +611,7 @@ mod tests {
 
     #[test]
     fn long_path_matches_full_sort() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = crate::shared::uniform_stream();
         // Roughly normal logits (sum of uniforms), a long flat tail, many ties.
         let normal: Vec<f32> = (0..50_000)
             .map(|_| (next() + next() + next() + next() - 2.0) * 4.0)
