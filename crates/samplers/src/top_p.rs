@@ -46,7 +46,7 @@
 //! 3. the head, found by one threshold scan ([`sieve_core::math::positions_at_least`]), and
 //!    its exact weights (the kernel of [`Candidates::weights`] over their logits, bit for bit
 //!    the values a full softmax gives them), summed to `H`. The tail's exact mass lies within
-//!    a bound `ε` of its fast estimate `T` ([`tail_error`]: the fast weights' proven error,
+//!    a bound `ε` of its fast estimate `T` (`tail_error`: the fast weights' proven error,
 //!    plus every rounding of the sums), so `Z ∈ [H + T − ε, H + T + ε]`. If `H < p·(H + T +
 //!    ε)`, `F` is lowered (the sample's guess again with `Z` now bounded, one unit of scaled
 //!    logit, a depth that surely suffices, then every finite candidate, where `Z = H`
