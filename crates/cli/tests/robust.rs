@@ -403,10 +403,17 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
         "logit_bias({2: -inf}) | dist",
         "--stats",
     ];
+    // With --json nothing shows progress before the end, so that run decodes 64 sequences at
+    // once (`--num-return`): many times the 1.5 s before the interrupt, on any machine this
+    // test runs on (one sequence of the embedded model took 0.8 s in a debug build).
     let spawn = |json: bool| {
         Command::new(env!("CARGO_BIN_EXE_sieve"))
             .args(base)
-            .args(if json { &["--json"][..] } else { &[][..] })
+            .args(if json {
+                &["--json", "--num-return", "64"][..]
+            } else {
+                &[][..]
+            })
             .env_remove("SIEVE_PLUGIN_PATH")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -443,8 +450,14 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
         .unwrap();
     assert_eq!(status.code(), Some(130), "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
-    assert_eq!(report["finish_reason"], "cancelled", "{report}");
-    let made = report["tokens"].as_array().unwrap().len();
-    assert!(made > 0 && made < 1000, "{report}");
+    let sequences = report["sequences"].as_array().unwrap();
+    assert_eq!(sequences.len(), 64, "{report}");
+    let mut made = 0;
+    for s in sequences {
+        assert_eq!(s["finish_reason"], "cancelled", "{report}");
+        let tokens = s["tokens"].as_array().unwrap().len();
+        assert!(tokens > 0 && tokens < 1000, "{report}");
+        made += tokens;
+    }
     assert_eq!(report["stats"]["generated_tokens"], made, "{report}");
 }
