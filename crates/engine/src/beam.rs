@@ -271,16 +271,8 @@ pub fn beam_search(
             selector: selector.to_string(),
         });
     }
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
     let context = model.context_len();
-    if prompt.len() > context {
-        return Err(Error::ContextOverflow {
-            tokens: prompt.len(),
-            context,
-        });
-    }
+    crate::generate::check_prompt(prompt, context)?;
     let mut eos = options.eos.clone();
     eos.sort_unstable();
     eos.dedup();

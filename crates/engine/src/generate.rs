@@ -119,17 +119,9 @@ pub fn generate(
     on_text: &mut dyn FnMut(&str),
 ) -> Result<Generation> {
     let start = Instant::now();
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
     let context = model.context_len();
+    check_prompt(prompt, context)?;
     let rules = options.end_rules(context)?;
-    if prompt.len() > context {
-        return Err(Error::ContextOverflow {
-            tokens: prompt.len(),
-            context,
-        });
-    }
     model.reset();
     pipeline.reset();
     if options.accept_prompt {
@@ -227,4 +219,19 @@ pub fn generate(
         stats,
         steps,
     })
+}
+
+/// [`Error::EmptyPrompt`] for no token, [`Error::ContextOverflow`] for a prompt that does not
+/// fit a context of `context` tokens: the check every generation mode makes first.
+pub(crate) fn check_prompt(prompt: &[u32], context: usize) -> Result<()> {
+    if prompt.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    if prompt.len() > context {
+        return Err(Error::ContextOverflow {
+            tokens: prompt.len(),
+            context,
+        });
+    }
+    Ok(())
 }

@@ -54,17 +54,9 @@ pub fn generate_parallel(
     on_text: &mut dyn FnMut(usize, &str),
 ) -> Result<Vec<Generation>> {
     let start = Instant::now();
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
     let context = model.context_len();
+    crate::generate::check_prompt(prompt, context)?;
     let rules = options.end_rules(context)?;
-    if prompt.len() > context {
-        return Err(Error::ContextOverflow {
-            tokens: prompt.len(),
-            context,
-        });
-    }
     let k = pipelines.len();
     let vocab_size = model.vocab_size();
     let mut stats = GenerationStats {

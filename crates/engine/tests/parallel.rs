@@ -3,26 +3,13 @@
 
 mod common;
 
-use common::HashModel;
+use common::{HashModel, Letters};
 use sieve_core::Pipeline;
 use sieve_engine::{
-    generate, generate_parallel, BatchModel, Detokenize, FinishReason, GenerateOptions, Result,
-    Sequence,
+    generate, generate_parallel, BatchModel, FinishReason, GenerateOptions, Sequence,
 };
 use sieve_samplers::dist::Dist;
 use sieve_samplers::temp::Temp;
-
-/// Token `i` is the letter `'a' + i % 26`.
-struct Letters;
-
-impl Detokenize for Letters {
-    fn decode(&self, ids: &[u32]) -> Result<String> {
-        Ok(ids
-            .iter()
-            .map(|&i| char::from(b'a' + (i % 26) as u8))
-            .collect())
-    }
-}
 
 fn sampling(seed: u64) -> Pipeline {
     Pipeline::new(vec![

@@ -9,33 +9,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use common::HashModel;
+use common::{HashModel, Letters};
 use sieve_core::{Candidates, Context, Pipeline, Sampler};
 use sieve_engine::serve::{
     logprobs, ChannelSink, Event, LogprobMode, LogprobsSpec, Request, Scheduler, SchedulerConfig,
     Status,
 };
 use sieve_engine::{
-    generate, BatchModel, BoxError, Detokenize, Error, Feed, FinishReason, GenerateOptions, Result,
-    SeqId, Sequence, StopStrings,
+    generate, BatchModel, BoxError, Error, Feed, FinishReason, GenerateOptions, Result, SeqId,
+    Sequence, StopStrings,
 };
 use sieve_samplers::dist::Dist;
 use sieve_samplers::temp::Temp;
 
 const VOCAB: usize = 20;
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Token `i` is the letter `'a' + i % 26`.
-struct Letters;
-
-impl Detokenize for Letters {
-    fn decode(&self, ids: &[u32]) -> Result<String> {
-        Ok(ids
-            .iter()
-            .map(|&i| char::from(b'a' + (i % 26) as u8))
-            .collect())
-    }
-}
 
 fn sampling(seed: u64) -> Pipeline {
     Pipeline::new(vec![

@@ -287,18 +287,10 @@ pub fn generate_speculative(
     on_text: &mut dyn FnMut(&str),
 ) -> Result<(Generation, SpeculativeStats)> {
     let start = Instant::now();
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
-    let selector = Selector::of(pipeline)?;
     let context = target.context_len();
+    crate::generate::check_prompt(prompt, context)?;
+    let selector = Selector::of(pipeline)?;
     let rules = options.end_rules(context)?;
-    if prompt.len() > context {
-        return Err(Error::ContextOverflow {
-            tokens: prompt.len(),
-            context,
-        });
-    }
     let mut draft = match drafter {
         Drafter::Model { model, pipeline } => {
             let selector = Selector::of(pipeline)?;

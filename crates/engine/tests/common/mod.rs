@@ -156,3 +156,15 @@ impl BatchModel for HashModel {
         Ok(out)
     }
 }
+
+/// Token `i` is the letter `'a' + i % 26`.
+pub struct Letters;
+
+impl sieve_engine::Detokenize for Letters {
+    fn decode(&self, ids: &[u32]) -> sieve_engine::Result<String> {
+        Ok(ids
+            .iter()
+            .map(|&i| char::from(b'a' + (i % 26) as u8))
+            .collect())
+    }
+}
