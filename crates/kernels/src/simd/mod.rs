@@ -39,7 +39,7 @@ pub(crate) trait Lanes {
     const PREFILL_ROWS: usize;
     /// Columns per tile in prefill (the packed panel interleaves this many columns).
     const PREFILL_COLS: usize;
-    /// Query rows sharing each load of keys or values in blocked attention (1 to 4).
+    /// Query rows sharing each load of keys or values in blocked attention (1 to 5).
     const ATTN_ROWS: usize;
 
     /// All lanes `+0.0`.
