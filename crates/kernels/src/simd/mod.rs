@@ -6,6 +6,8 @@
 //! - [`Elem`]: loading 16 weights of one dtype, widened exactly to `f32`;
 //! - `driver`: the tiles and loops, generic over both, so every instruction set follows the
 //!   same per-accumulator order as [`crate::reference_dot`];
+//! - `attn`: blocked attention's scores (16 keys per vector against keys transposed in blocks,
+//!   the reference's lane tree as vector additions) and its weighted sums over several rows;
 //! - `scalar`, `avx2`, `avx512`: the [`Lanes`] implementations and the `#[target_feature]`
 //!   entry points.
 //!
