@@ -307,7 +307,7 @@ fn blocked(
     let head_len = nb * dp * LANES;
     let mut kt = vec![0f32; kv_heads * head_len];
     let ld = kv_heads * d;
-    for (kvh, kt) in kt.chunks_exact_mut(head_len).enumerate() {
+    let transpose = |(kvh, kt): (usize, &mut [f32])| {
         for t in first * LANES..len {
             let (b, lane) = (t / LANES - first, t % LANES);
             let key = &keys[t * ld + kvh * d..][..d];
@@ -316,6 +316,15 @@ fn blocked(
                 block[i * LANES + lane] = k;
             }
         }
+    };
+    if parallel {
+        kt.par_chunks_exact_mut(head_len)
+            .enumerate()
+            .for_each(transpose);
+    } else {
+        kt.chunks_exact_mut(head_len)
+            .enumerate()
+            .for_each(transpose);
     }
     let task = |(blk, chunk): (usize, &mut [f32])| {
         let i0 = blk * BLOCK_POSITIONS;

@@ -8,8 +8,10 @@
 //! length alone ([`reference_dot`]): 16 partial sums, lane `l` taking the indices `≡ l (mod 16)`
 //! in increasing order with a fused multiply-add, the last partial chunk padded with zeros, then
 //! a fixed pairwise tree over the 16 lanes. The SIMD paths are register-tiled versions of that
-//! same order; work is split between threads over output columns only, never over the
-//! reduction.
+//! same order (for prefill: several rows times several weight columns per register tile, over
+//! a weight panel widened to `f32` once per call and kept in cache; for attention: many query
+//! rows against keys transposed once per call); work is split between threads over output
+//! columns (or query rows) only, never over the reduction.
 //!
 //! | item | job |
 //! |---|---|

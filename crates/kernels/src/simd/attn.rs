@@ -95,14 +95,17 @@ pub(super) unsafe fn scores<L: Lanes>(rows: &[AttnRow], s: &Scores) {
             // `hi`.
             let b0 = (group[0].lo / LANES).max(p0);
             let b1 = group[r - 1].hi.div_ceil(LANES).min(p1);
-            // Heads of 64 and 128 (4 and 8 chunks) get their chunk loop unrolled.
+            // Heads of 64 and 128 (4 and 8 chunks) get their chunk loop unrolled in full
+            // tiles.
             match (r, s.chunks) {
                 (1, _) => scores_rows::<L, 1, 0>(group, s, b0, b1),
                 (2, _) => scores_rows::<L, 2, 0>(group, s, b0, b1),
                 (3, _) => scores_rows::<L, 3, 0>(group, s, b0, b1),
                 (4, 4) => scores_rows::<L, 4, 4>(group, s, b0, b1),
-                (4, 8) => scores_rows::<L, 4, 8>(group, s, b0, b1),
                 (4, _) => scores_rows::<L, 4, 0>(group, s, b0, b1),
+                (5, 4) => scores_rows::<L, 5, 4>(group, s, b0, b1),
+                (5, 8) => scores_rows::<L, 5, 8>(group, s, b0, b1),
+                (5, _) => scores_rows::<L, 5, 0>(group, s, b0, b1),
                 (other, _) => unreachable!("no score tile for {other} rows"),
             }
             j += r;
@@ -239,6 +242,7 @@ pub(super) unsafe fn weighted_sums<L: Lanes>(rows: &[AttnRow], base: usize, v: &
                     2 => sum_rows::<L, 2>(group, lo, hi, base, v),
                     3 => sum_rows::<L, 3>(group, lo, hi, base, v),
                     4 => sum_rows::<L, 4>(group, lo, hi, base, v),
+                    5 => sum_rows::<L, 5>(group, lo, hi, base, v),
                     other => unreachable!("no sum tile for {other} rows"),
                 }
                 for row in group {

@@ -1,7 +1,8 @@
 //! AVX-512 (F, BW, VL, DQ) with FMA and F16C: one 16-lane accumulator per `zmm` register.
 //!
 //! Up to 8 rows share one pass over the weights (decode); prefill uses 4 rows × 6 columns, 24
-//! accumulators of the 32 registers.
+//! accumulators of the 32 registers. Blocked attention takes 5 query rows at a time (scores:
+//! up to 5 live partial trees of a few registers each; weighted sums: 5 × 4 accumulators).
 
 use std::arch::x86_64::*;
 
@@ -22,7 +23,7 @@ impl Lanes for Avx512 {
     const DECODE_ROWS: usize = 8;
     const PREFILL_ROWS: usize = 4;
     const PREFILL_COLS: usize = 6;
-    const ATTN_ROWS: usize = 4;
+    const ATTN_ROWS: usize = 5;
 
     #[inline(always)]
     unsafe fn zero() -> __m512 {

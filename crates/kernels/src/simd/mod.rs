@@ -6,6 +6,8 @@
 //! - [`Elem`]: loading 16 weights of one dtype, widened exactly to `f32`;
 //! - `driver`: the tiles and loops, generic over both, so every instruction set follows the
 //!   same per-accumulator order as [`crate::reference_dot`];
+//! - `attn`: blocked attention's scores (16 keys per vector against keys transposed in blocks,
+//!   the reference's lane tree as vector additions) and its weighted sums over several rows;
 //! - `scalar`, `avx2`, `avx512`: the [`Lanes`] implementations and the `#[target_feature]`
 //!   entry points.
 //!
@@ -39,7 +41,7 @@ pub(crate) trait Lanes {
     const PREFILL_ROWS: usize;
     /// Columns per tile in prefill (the packed panel interleaves this many columns).
     const PREFILL_COLS: usize;
-    /// Query rows sharing each load of keys or values in blocked attention (1 to 4).
+    /// Query rows sharing each load of keys or values in blocked attention (1 to 5).
     const ATTN_ROWS: usize;
 
     /// All lanes `+0.0`.
