@@ -240,7 +240,7 @@ impl LoadedModel {
     /// # Errors
     /// As [`Model::forward_last`].
     pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        sieve_kernels::on_pool(|| dispatch!(self, m => m.forward_last(tokens)))
+        dispatch!(self, m => m.forward_last(tokens))
     }
 
     /// As [`Model::forward_all`].
@@ -248,7 +248,7 @@ impl LoadedModel {
     /// # Errors
     /// As [`Model::forward_all`].
     pub fn forward_all(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        sieve_kernels::on_pool(|| dispatch!(self, m => m.forward_all(tokens)))
+        dispatch!(self, m => m.forward_all(tokens))
     }
 }
 

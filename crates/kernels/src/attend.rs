@@ -16,18 +16,19 @@
 //! `eager_attention_forward`.
 //!
 //! Two paths compute those same steps. A few query rows (decode) take each row's kv head
-//! alone: scores through the matrix-product tiles, then one weighted sum per row. Many rows
+//! alone: the scores of the query heads sharing it through the matrix-product tiles, then
+//! their weighted sums sharing each load of a value (`simd::attn_sums`); [`attend_many`] runs
+//! the (sequence, row, kv head) pieces of a whole batch in one parallel section. Many rows
 //! (prefill, from [`BLOCKED_MIN_ROWS`]) take the blocked path ([`blocked`]): keys transposed
 //! once per call, [`BLOCK_POSITIONS`] positions per task, several query rows sharing every
 //! load of a key or value block (see `simd::attn` for why each score and each sum keeps the
 //! reference's order). Work is split over query rows (and kv heads), never over keys.
 
-use rayon::prelude::*;
-
 use std::cell::RefCell;
 
 use crate::reference::fold;
 use crate::simd::{self, AttnRow, Gemm, Scores, Values};
+use crate::team::{self, SendPtr};
 use crate::{math, Dtype, Isa, LANES};
 
 /// Below this many multiply-adds a call stays on the calling thread.
@@ -93,8 +94,49 @@ pub fn attend_on(
     values: &[f32],
     out: &mut [f32],
 ) {
-    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let mut job = [Sequence {
+        queries,
+        past,
+        keys,
+        values,
+        out,
+    }];
+    attend_many_on(isa, cfg, &mut job);
+}
+
+/// One sequence's part of [`attend_many`]: the arguments of [`attend`].
+#[derive(Debug)]
+pub struct Sequence<'a> {
+    /// `[n, heads, head_dim]`, RoPE applied.
+    pub queries: &'a [f32],
+    /// Positions held before the `n` new ones.
+    pub past: usize,
+    /// `[past + n, kv_heads, head_dim]`, the new rows appended.
+    pub keys: &'a [f32],
+    /// As `keys`.
+    pub values: &'a [f32],
+    /// `[n, heads · head_dim]`.
+    pub out: &'a mut [f32],
+}
+
+/// [`attend`] for several sequences of one layer (a batched forward pass): each sequence's
+/// outputs are exactly what [`attend`] gives it alone. Decode-sized sequences (fewer than
+/// [`BLOCKED_MIN_ROWS`] new rows) share one parallel section, a task per (sequence, row, kv
+/// head); longer ones take the blocked path one after the other.
+///
+/// # Panics
+/// As [`attend`], for any sequence.
+pub fn attend_many(cfg: &Attention, seqs: &mut [Sequence<'_>]) {
+    attend_many_on(Isa::best(), cfg, seqs)
+}
+
+/// [`attend_many`] with a chosen instruction set.
+///
+/// # Panics
+/// If `isa` is not available on this CPU, or as [`attend`].
+pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
     assert!(isa.is_available(), "{isa:?} is not available on this CPU");
+    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
     assert!(
         kv_heads > 0 && heads % kv_heads == 0,
         "attend: {kv_heads} kv heads do not divide {heads} heads"
@@ -102,42 +144,81 @@ pub fn attend_on(
     assert_ne!(cfg.window, Some(0), "attend: a window of 0 sees nothing");
     let row = heads * d;
     assert!(row > 0, "attend: empty heads");
+    let group = heads / kv_heads;
+    // The one-row path's tasks: (sequence, first output float), `group · d` outputs each.
+    let mut tasks = Vec::new();
+    let mut work = 0;
+    for (j, seq) in seqs.iter_mut().enumerate() {
+        let n = check(cfg, seq);
+        let parallel = fmas(cfg, seq.past, n) >= PARALLEL_MIN_FMAS;
+        if n >= BLOCKED_MIN_ROWS {
+            let Sequence {
+                queries,
+                past,
+                keys,
+                values,
+                out,
+            } = seq;
+            blocked(isa, cfg, queries, *past, keys, values, out, parallel);
+            continue;
+        }
+        work += fmas(cfg, seq.past, n);
+        tasks.extend((0..n * kv_heads).map(|idx| (j, idx)));
+    }
+    let outs: Vec<SendPtr<f32>> = seqs
+        .iter_mut()
+        .map(|s| SendPtr(s.out.as_mut_ptr()))
+        .collect();
+    let seqs = &*seqs;
+    let task = |t: usize| {
+        let (j, idx) = tasks[t];
+        let seq = &seqs[j];
+        let (i, kvh) = (idx / kv_heads, idx % kv_heads);
+        let q = &seq.queries[i * row + kvh * group * d..][..group * d];
+        // SAFETY: task `(j, idx)` writes floats `idx · group · d ..` of sequence `j`'s
+        // output (`[n, heads · d]` = `n · kv_heads` such pieces, checked), which no other task
+        // touches; the output is borrowed mutably for the call.
+        let out = unsafe {
+            std::slice::from_raw_parts_mut(outs[j].get().add(idx * group * d), group * d)
+        };
+        group_rows(isa, cfg, q, seq.past + i, kvh, seq.keys, seq.values, out);
+    };
+    if work >= PARALLEL_MIN_FMAS {
+        team::for_each(tasks.len(), &task);
+    } else {
+        (0..tasks.len()).for_each(task);
+    }
+}
+
+/// Checks a sequence's lengths against `cfg` and returns its number of new rows.
+fn check(cfg: &Attention, seq: &Sequence<'_>) -> usize {
+    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let row = heads * d;
     assert_eq!(
-        queries.len() % row,
+        seq.queries.len() % row,
         0,
         "attend: queries are not [n, {heads}, {d}]"
     );
-    let n = queries.len() / row;
-    let len = past + n;
+    let n = seq.queries.len() / row;
+    let len = seq.past + n;
     assert_eq!(
-        keys.len(),
+        seq.keys.len(),
         len * kv_heads * d,
         "attend: keys are not [{len}, {kv_heads}, {d}]"
     );
     assert_eq!(
-        values.len(),
-        keys.len(),
+        seq.values.len(),
+        seq.keys.len(),
         "attend: values are not [{len}, {kv_heads}, {d}]"
     );
-    assert_eq!(out.len(), n * row, "attend: out is not [{n}, {row}]");
+    assert_eq!(seq.out.len(), n * row, "attend: out is not [{n}, {row}]");
+    n
+}
 
-    let group = heads / kv_heads;
+/// Multiply-adds of `n` query rows after `past` positions (scores and sums).
+fn fmas(cfg: &Attention, past: usize, n: usize) -> usize {
     let visible_keys: usize = (0..n).map(|i| visible(cfg, past + i).len()).sum();
-    let parallel = visible_keys * heads * d * 2 >= PARALLEL_MIN_FMAS;
-    if n >= BLOCKED_MIN_ROWS {
-        blocked(isa, cfg, queries, past, keys, values, out, parallel);
-        return;
-    }
-    let task = |(idx, chunk): (usize, &mut [f32])| {
-        let (i, kvh) = (idx / kv_heads, idx % kv_heads);
-        let q = &queries[i * row + kvh * group * d..][..group * d];
-        group_rows(isa, cfg, q, past + i, kvh, keys, values, chunk);
-    };
-    if parallel {
-        out.par_chunks_mut(group * d).enumerate().for_each(task);
-    } else {
-        out.chunks_mut(group * d).enumerate().for_each(task);
-    }
+    visible_keys * cfg.heads * cfg.head_dim * 2
 }
 
 /// The positions a query at `p` sees.
@@ -186,11 +267,36 @@ fn group_rows(
     // owned here.
     unsafe { simd::gemm_cols(isa, &g, 0, nt, &mut Vec::new()) };
 
-    for (r, s) in scores.chunks_mut(nt).enumerate() {
-        let z = softmax_numerators(isa, cfg, s);
-        let o = &mut out[r * d..][..d];
-        simd::weighted_sum(isa, s, &values[first..], ld, o);
-        for v in o.iter_mut() {
+    // The `group` rows see the same positions: their weighted sums share each load of a
+    // value (`simd::attn_sums`, the same chains as one row alone).
+    let mut z = Vec::with_capacity(group);
+    let mut descs = Vec::with_capacity(group);
+    out.fill(0.0);
+    let (sp, op) = (scores.as_mut_ptr(), out.as_mut_ptr());
+    for r in 0..group {
+        // SAFETY: row `r`'s `nt` scores and `d` outputs are in bounds and its own.
+        let s = unsafe { std::slice::from_raw_parts_mut(sp.add(r * nt), nt) };
+        z.push(softmax_numerators(isa, cfg, s));
+        descs.push(AttnRow {
+            q: std::ptr::null(),
+            lo: seen.start,
+            hi: seen.end,
+            // SAFETY: as above.
+            scores: unsafe { sp.add(r * nt) },
+            out: unsafe { op.add(r * d) },
+        });
+    }
+    let v = Values {
+        v: values[kvh * d..].as_ptr(),
+        ldv: ld,
+        d,
+    };
+    // SAFETY: `isa` is available; each row's scores are `scores[t - seen.start]` for its
+    // visible `t` (`base = seen.start`), its output is its own `d` zeroed floats; the values
+    // of the visible positions lie inside `values` (as the keys, checked above).
+    unsafe { simd::attn_sums(isa, &descs, seen.start, &v) };
+    for (o, z) in out.chunks_mut(d).zip(z) {
+        for v in o {
             *v /= z;
         }
     }
@@ -281,8 +387,8 @@ thread_local! {
 /// scores of all their query rows against the key blocks they see (`simd::attn_scores`:
 /// every score is `reference_dot(q, k_t)`), the softmax of each row over exactly its visible
 /// keys ([`softmax_numerators`], as the one-row path), and the weighted sums
-/// (`simd::attn_sums`: one chain per output element in increasing `t`, as
-/// `simd::weighted_sum`). Every step of a row is the one-row path's step, so the bits are the
+/// (`simd::attn_sums`: one chain per output element in increasing `t`, as the one-row
+/// path). Every step of a row is the one-row path's step, so the bits are the
 /// same. Tasks split the query positions, never the keys.
 #[allow(clippy::too_many_arguments)]
 fn blocked(
@@ -318,9 +424,7 @@ fn blocked(
         }
     };
     if parallel {
-        kt.par_chunks_exact_mut(head_len)
-            .enumerate()
-            .for_each(transpose);
+        team::for_each_chunk(&mut kt, head_len, &|i, c| transpose((i, c)));
     } else {
         kt.chunks_exact_mut(head_len)
             .enumerate()
@@ -346,9 +450,7 @@ fn blocked(
         });
     };
     if parallel {
-        out.par_chunks_mut(BLOCK_POSITIONS * row)
-            .enumerate()
-            .for_each(task);
+        team::for_each_chunk(out, BLOCK_POSITIONS * row, &|i, c| task((i, c)));
     } else {
         out.chunks_mut(BLOCK_POSITIONS * row)
             .enumerate()

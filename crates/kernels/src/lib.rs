@@ -17,14 +17,17 @@
 //! |---|---|
 //! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype (and [`matmul_nt_vec`]: into a new vector; [`matmul_nt_many`]: several weights over the same rows) |
 //! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
-//! | [`attend`] | causal attention of one sequence against its key/value cache |
+//! | [`attend`] | causal attention of one sequence against its key/value cache (and [`attend_many`]: several sequences in one parallel section) |
 //! | [`reference_dot`] | the reduction order, in plain scalar code |
 //! | [`math`] | `exp` and SiLU in a fixed sequence of `f32` operations (vectorizable) |
 //! | [`Isa`] | which instruction set a call uses (detected at run time) |
 //! | [`set_threads`] | the size of the global thread pool the kernels run on |
 //!
-//! Threads: every kernel runs on the current rayon pool (the global one unless the call is
-//! inside [`rayon::ThreadPool::install`]); small problems stay on the calling thread.
+//! Threads: a parallel kernel call splits its work into tasks that the calling thread and a
+//! team of helper threads take (`team`: helpers spin between calls rather than sleep, so the
+//! few hundred small calls of a decode step cost no wake-ups), as many threads as the current
+//! rayon pool has (the global one sized by [`set_threads`], unless the call is inside
+//! [`rayon::ThreadPool::install`]); small problems stay on the calling thread.
 #![warn(missing_docs)]
 
 mod attend;
@@ -36,14 +39,15 @@ mod matmul;
 mod reference;
 mod simd;
 mod split;
+mod team;
 mod threads;
 mod weights;
 
-pub use attend::{attend, attend_on, Attention};
+pub use attend::{attend, attend_many, attend_many_on, attend_on, Attention, Sequence};
 pub use dtype::Dtype;
 pub use error::{Error, Result};
 pub use isa::Isa;
 pub use matmul::{matmul_nt, matmul_nt_many, matmul_nt_on, matmul_nt_vec, Product};
 pub use reference::{reference_dot, LANES};
-pub use threads::{on_pool, set_threads, threads};
+pub use threads::{set_threads, threads};
 pub use weights::{Storage, WeightView, Weights};

@@ -58,7 +58,7 @@ pub fn silu(x: f32) -> f32 {
 /// Below this many elements [`silu_mul`] stays on the calling thread.
 const PARALLEL_MIN: usize = 1 << 16;
 
-/// `gate[i] = silu(gate[i]) · up[i]` (SwiGLU's gating), split over the current rayon pool's
+/// `gate[i] = silu(gate[i]) · up[i]` (SwiGLU's gating), split over the kernels'
 /// threads for long buffers; each element is computed alone, so the split changes nothing.
 ///
 /// # Panics
@@ -72,14 +72,14 @@ pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
         crate::Isa::Avx512 => unsafe { silu_mul_avx512(g, u) },
         _ => silu_mul_plain(g, u),
     };
-    if gate.len() < PARALLEL_MIN || rayon::current_num_threads() == 1 {
+    if gate.len() < PARALLEL_MIN {
         run((gate, up));
     } else {
-        use rayon::prelude::*;
         let chunk = PARALLEL_MIN / 4;
-        gate.par_chunks_mut(chunk)
-            .zip(up.par_chunks(chunk))
-            .for_each(run);
+        crate::team::for_each_chunk(gate, chunk, &|i, g| {
+            let u = &up[i * chunk..][..g.len()];
+            run((g, u))
+        });
     }
 }
 

@@ -1,10 +1,8 @@
 //! `x Wᵀ + b` for a batch of rows against a `[n, k]` weight in its stored dtype, with one fixed
 //! reduction order per output ([`crate::reference_dot`]), split over output columns between the
-//! current rayon pool's threads.
+//! threads of the kernels' team.
 
 use std::cell::RefCell;
-
-use rayon::prelude::*;
 
 use crate::simd::{self, Gemm};
 use crate::{split, Isa, WeightView, LANES};
@@ -138,8 +136,8 @@ unsafe fn product(
     }
     // Prefill reads every row once per group of weight columns: give it rows that start on
     // cache lines (one copy here, shared by all tasks, into a buffer this thread keeps; taken
-    // out of its slot for the call, so a call nested in the parallel section below, were
-    // rayon to run one here, would just make its own).
+    // out of its slot for the call, so a call nested in a task below would just make its
+    // own).
     let mut padded = Vec::new();
     let (x, ldx) = if m > PADDED_ROWS && !lines_up(x, k) {
         let ldx = k.div_ceil(LANES) * LANES;
@@ -192,11 +190,7 @@ unsafe fn product(
             tasks.extend(split::ranges(n, t).into_iter().map(|r| (i, r)));
         }
     }
-    if tasks.len() == 1 {
-        tasks.into_iter().for_each(run);
-    } else {
-        tasks.into_par_iter().for_each(run);
-    }
+    crate::team::for_each(tasks.len(), &|t| run(tasks[t].clone()));
     if padded.capacity() > 0 {
         ROWS.with(|r| *r.borrow_mut() = padded);
     }

@@ -1,12 +1,13 @@
 //! How many tasks a product is cut into, and where: contiguous ranges of output columns (never
-//! of the reduction), only as many as keep each task well above rayon's dispatch cost.
+//! of the reduction), only as many as keep each task well above the cost of handing
+//! a task to another thread.
 
 use std::ops::Range;
 
 use crate::Dtype;
 
-/// A task should be worth at least this much single-core time: on a pool thread (see
-/// [`crate::on_pool`]) a hand-off is a work-stealing join of a microsecond or two, and
+/// A task should be worth at least this much single-core time: handing one to a spinning
+/// helper of the team costs a microsecond or two, and
 /// splitting even a decode step's small `k_proj` over both cores of this machine paid
 /// (30 SmolLM2-135M layers' products: 16 -> 10 ms a token).
 const MIN_TASK_NS: f64 = 5_000.0;

@@ -1,7 +1,7 @@
 //! `attend`: a chunk of `n` query rows equals `n` single steps bit for bit, matches a plain f64
 //! softmax attention, and honours GQA, sliding windows and soft caps.
 
-use sieve_kernels::{attend, Attention, Isa};
+use sieve_kernels::{attend, attend_many, Attention, Isa, Sequence};
 
 struct Rng(u64);
 
@@ -221,6 +221,74 @@ fn a_long_chunk_on_threads_equals_single_rows() {
                 bits(&chunk[i * row..][..row]),
                 "threads={threads} i={i}"
             );
+        }
+    }
+}
+
+/// Several sequences in one `attend_many` call (decode steps and prefill chunks mixed, long
+/// and short caches, one to eight of them, on one and several threads) each get exactly what
+/// `attend` gives them alone.
+#[test]
+fn a_batch_of_sequences_equals_each_alone() {
+    let mut rng = Rng(77);
+    for cfg in configs() {
+        let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        // (past, new rows) per sequence.
+        let shapes = [
+            (300, 1),
+            (0, 1),
+            (17, 1),
+            (5, 12),
+            (280, 1),
+            (1, 3),
+            (64, 1),
+            (90, 9),
+        ];
+        for count in [1, 2, 5, 8] {
+            let seqs: Vec<_> = shapes[..count]
+                .iter()
+                .map(|&(past, n)| {
+                    let len = past + n;
+                    let q = rng.vec(n * row, 2.0);
+                    let k = rng.vec(len * kv_row, 2.0);
+                    let v = rng.vec(len * kv_row, 1.0);
+                    (past, q, k, v)
+                })
+                .collect();
+            let alone: Vec<Vec<f32>> = seqs
+                .iter()
+                .map(|(past, q, k, v)| {
+                    let mut out = vec![0f32; q.len()];
+                    attend(&cfg, q, *past, k, v, &mut out);
+                    out
+                })
+                .collect();
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut outs: Vec<Vec<f32>> = seqs.iter().map(|s| vec![9f32; s.1.len()]).collect();
+                let mut jobs: Vec<Sequence<'_>> = seqs
+                    .iter()
+                    .zip(outs.iter_mut())
+                    .map(|((past, q, k, v), out)| Sequence {
+                        queries: q,
+                        past: *past,
+                        keys: k,
+                        values: v,
+                        out,
+                    })
+                    .collect();
+                pool.install(|| attend_many(&cfg, &mut jobs));
+                for (j, (got, want)) in outs.iter().zip(&alone).enumerate() {
+                    assert_eq!(
+                        bits(got),
+                        bits(want),
+                        "{cfg:?} count={count} threads={threads} seq={j}"
+                    );
+                }
+            }
         }
     }
 }

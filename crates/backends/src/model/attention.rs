@@ -240,21 +240,37 @@ impl<B: Backend> Attention<B> {
             window: self.window,
             softcap: self.logit_softcap.map(|c| c as f32),
         };
-        // `attend` writes every output.
-        let out = sized(&mut s.attn, n * h * d);
+        // Rotate and cache every sequence's new rows first, then attend all of them in one
+        // call (`attend_many` writes every output).
         let mut row = 0;
         for seq in seqs.iter_mut() {
             let rows = row..row + seq.rows;
-            let q = &mut q[rows.start * h * d..rows.end * h * d];
+            seq.rope
+                .apply_host(&mut q[rows.start * h * d..rows.end * h * d], h);
             let k = &mut k[rows.start * kv * d..rows.end * kv * d];
-            seq.rope.apply_host(q, h);
             seq.rope.apply_host(k, kv);
-            let v = &v[rows.start * kv * d..rows.end * kv * d];
-            let (keys, values) = seq.cache.append_host(k, v, kv * d);
-            let out = &mut out[rows.start * h * d..rows.end * h * d];
-            kernels::attend(&shape, q, seq.past, keys, values, out);
+            seq.cache
+                .append_host(k, &v[rows.start * kv * d..rows.end * kv * d], kv * d);
             row = rows.end;
         }
+        let out = sized(&mut s.attn, n * h * d);
+        let (mut q, mut rest) = (&*q, &mut *out);
+        let mut jobs = Vec::with_capacity(seqs.len());
+        for seq in seqs.iter() {
+            let (queries, q_tail) = q.split_at(seq.rows * h * d);
+            let (out, out_tail) = std::mem::take(&mut rest).split_at_mut(seq.rows * h * d);
+            let (keys, values) = seq.cache.host();
+            jobs.push(kernels::Sequence {
+                queries,
+                past: seq.past,
+                keys,
+                values,
+                out,
+            });
+            (q, rest) = (q_tail, out_tail);
+        }
+        kernels::attend_many(&shape, &mut jobs);
+        let out = window(&s.attn, n * h * d);
         self.o_proj.forward_host_into(out, n, &mut s.out);
     }
 }

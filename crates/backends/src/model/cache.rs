@@ -57,6 +57,12 @@ impl<B: Backend> LayerCache<B> {
         (&host.keys, &host.values)
     }
 
+    /// All keys and all values held in host memory (`[len, width]` each; empty before the
+    /// first [`LayerCache::append_host`]).
+    pub fn host(&self) -> (&[f32], &[f32]) {
+        (&self.host.keys, &self.host.values)
+    }
+
     /// Keeps the first `len` positions (fewer held: nothing changes).
     ///
     /// # Shapes

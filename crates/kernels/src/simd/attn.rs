@@ -1,5 +1,5 @@
-//! The loops of blocked attention (many query rows of one sequence at once, as in prefill),
-//! shared by every instruction set.
+//! The loops of attention over several query rows at once (the query heads of one kv head in
+//! decode; many positions in prefill), shared by every instruction set.
 //!
 //! # Scores against transposed keys
 //!
@@ -23,7 +23,7 @@
 //! # Weighted sums over several rows
 //!
 //! `out_r[i] = Σ_t e_r[t] · v_t[i]` is one fused multiply-add chain per output element over `t`
-//! in increasing order from `+0.0` (as [`super::driver::weighted_sum`]); `R` rows whose visible
+//! in increasing order from `+0.0`; `R` rows whose visible
 //! ranges overlap share each load of `v_t` over the common range. The accumulators live in the
 //! output rows between phases (a store and a load are exact), so a row's chain is the same
 //! steps in the same order whether it ran alone or beside others.

@@ -140,22 +140,6 @@ pub(super) unsafe fn gemm_cols(g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec
     driver::gemm_cols::<Avx2>(g, j0, j1, scratch)
 }
 
-/// [`super::weighted_sum`] with AVX2.
-///
-/// # Safety
-/// As `driver::weighted_sum`; the CPU has the enabled features.
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn weighted_sum(
-    e: *const f32,
-    nt: usize,
-    v: *const f32,
-    ldv: usize,
-    d: usize,
-    out: *mut f32,
-) {
-    driver::weighted_sum::<Avx2>(e, nt, v, ldv, d, out)
-}
-
 /// [`super::attn_scores`] with AVX2.
 ///
 /// # Safety

@@ -138,22 +138,6 @@ pub(super) unsafe fn gemm_cols(g: &Gemm, j0: usize, j1: usize, scratch: &mut Vec
     driver::gemm_cols::<Avx512>(g, j0, j1, scratch)
 }
 
-/// [`super::weighted_sum`] with AVX-512.
-///
-/// # Safety
-/// As `driver::weighted_sum`; the CPU has the enabled features.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")]
-pub(super) unsafe fn weighted_sum(
-    e: *const f32,
-    nt: usize,
-    v: *const f32,
-    ldv: usize,
-    d: usize,
-    out: *mut f32,
-) {
-    driver::weighted_sum::<Avx512>(e, nt, v, ldv, d, out)
-}
-
 /// [`super::attn_scores`] with AVX-512.
 ///
 /// # Safety

@@ -307,59 +307,6 @@ unsafe fn tile<L: Lanes, E: Elem, const R: usize, const C: usize>(t: &Tile, c0: 
     }
 }
 
-/// Output lanes per block of the weighted sum (four 16-lane accumulators).
-const SUM_BLOCK: usize = 4 * LANES;
-
-/// `out[i] = Σ_t e[t] * v[t * ldv + i]` for `i < d` (see [`super::weighted_sum`]).
-///
-/// # Safety
-/// `e` readable for `nt` floats, `v` for `nt` rows of `d` floats at stride `ldv`, `out`
-/// writable for `d` floats; `L`'s features enabled.
-#[inline(always)]
-pub(super) unsafe fn weighted_sum<L: Lanes>(
-    e: *const f32,
-    nt: usize,
-    v: *const f32,
-    ldv: usize,
-    d: usize,
-    out: *mut f32,
-) {
-    let mut i0 = 0;
-    while i0 + SUM_BLOCK <= d {
-        let mut acc = [L::zero(); 4];
-        for t in 0..nt {
-            let et = L::splat(*e.add(t));
-            let row = v.add(t * ldv + i0);
-            for (q, a) in acc.iter_mut().enumerate() {
-                *a = L::fma(et, L::load(row.add(q * LANES)), *a);
-            }
-        }
-        for (q, &a) in acc.iter().enumerate() {
-            L::store(out.add(i0 + q * LANES), a);
-        }
-        i0 += SUM_BLOCK;
-    }
-    while i0 < d {
-        let len = (d - i0).min(LANES);
-        let mut acc = L::zero();
-        for t in 0..nt {
-            let et = L::splat(*e.add(t));
-            let x = if len == LANES {
-                L::load(v.add(t * ldv + i0))
-            } else {
-                L::load_part(v.add(t * ldv + i0), len)
-            };
-            acc = L::fma(et, x, acc);
-        }
-        if len == LANES {
-            L::store(out.add(i0), acc);
-        } else {
-            L::store_part(out.add(i0), acc, len);
-        }
-        i0 += len;
-    }
-}
-
 /// The `match` from a row count to the tile shapes of one instruction set:
 /// `rows_table!(rows, tile, ncols, E; 1 => 8, 2 => 8, …)` runs `cols::<Self, E, R, C>`.
 macro_rules! rows_table {

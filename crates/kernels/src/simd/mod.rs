@@ -230,31 +230,3 @@ pub(crate) unsafe fn attn_sums(isa: Isa, rows: &[AttnRow], base: usize, v: &Valu
         Isa::Avx2 | Isa::Avx512 => unreachable!("{isa:?} is x86-64 only"),
     }
 }
-
-/// `out[i] = Σ_t e[t] * v[t * ldv + i]` for `i < d`, the sum in increasing `t` with one fused
-/// multiply-add per step from `+0.0` (each output lane is its own chain, so the vector width does
-/// not matter).
-///
-/// # Panics
-/// If `isa` is not available, `out.len() != d`, or `v` is too short for `e.len()` rows.
-pub(crate) fn weighted_sum(isa: Isa, e: &[f32], v: &[f32], ldv: usize, out: &mut [f32]) {
-    let d = out.len();
-    assert!(isa.is_available(), "{isa:?} is not available on this CPU");
-    if let Some(last) = e.len().checked_sub(1) {
-        assert!(v.len() >= last * ldv + d, "weighted_sum: values too short");
-    }
-    let (e_ptr, nt, v_ptr, o_ptr) = (e.as_ptr(), e.len(), v.as_ptr(), out.as_mut_ptr());
-    // SAFETY: `isa` is available; `e` holds `nt` floats, `v` holds `nt` rows of `d` floats at
-    // stride `ldv` (checked above), `out` holds `d` floats and is borrowed mutably.
-    unsafe {
-        match isa {
-            Isa::Scalar => driver::weighted_sum::<scalar::Scalar>(e_ptr, nt, v_ptr, ldv, d, o_ptr),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => avx2::weighted_sum(e_ptr, nt, v_ptr, ldv, d, o_ptr),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => avx512::weighted_sum(e_ptr, nt, v_ptr, ldv, d, o_ptr),
-            #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 | Isa::Avx512 => unreachable!(),
-        }
-    }
-}

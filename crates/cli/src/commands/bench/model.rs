@@ -85,8 +85,8 @@ pub struct BatchReport {
     /// Tokens per second over all sequences at the median step.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub tokens_per_s: f64,
-    /// `tokens_per_s` over that of one sequence in the same run (the first size given
-    /// counts as the base when 1 is not among them).
+    /// `tokens_per_s` over that of one sequence in the same run (batch 1's when 1 is among
+    /// the sizes, else the plain decode steps').
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub speedup: f64,
 }
@@ -231,11 +231,11 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             speedup: 0.0,
         });
     }
+    // One sequence's rate: batch 1's when it was timed, else the plain decode steps'.
     let base = batches
         .iter()
         .find(|b| b.batch == 1)
-        .or(batches.first())
-        .map_or(0.0, |b| b.tokens_per_s / b.batch as f64);
+        .map_or(timings.decode_tokens_per_second(), |b| b.tokens_per_s);
     for b in &mut batches {
         b.speedup = b.tokens_per_s / base;
     }
