@@ -121,7 +121,7 @@ pub struct Sequence<'a> {
 
 /// [`attend`] for several sequences of one layer (a batched forward pass): each sequence's
 /// outputs are exactly what [`attend`] gives it alone. Decode-sized sequences (fewer than
-/// [`BLOCKED_MIN_ROWS`] new rows) share one parallel section, a task per (sequence, row, kv
+/// 8 new rows) share one parallel section, a task per (sequence, row, kv
 /// head); longer ones take the blocked path one after the other.
 ///
 /// # Panics
