@@ -400,6 +400,7 @@ impl Checkpoint {
             (file.map.clone(), info.start..info.end)
         } else {
             let bytes = convert(&file.map[info.start..info.end], stored, wanted);
+            release_pages(&file.map, info.start..info.end);
             let len = bytes.len();
             (std::sync::Arc::new(bytes), 0..len)
         };
@@ -459,4 +460,28 @@ fn kernel_dtype(file: &SafetensorsFile, name: &str, dtype: &Dtype) -> Result<Ker
             found: other.clone(),
         }),
     }
+}
+
+/// Gives the pages of `range` of a read-only file map back to the kernel once their bytes have
+/// been converted into memory of their own, so that `--dtype` conversion does not keep both
+/// copies resident (peak memory: the converted weights plus one matrix, not plus the file).
+/// The pages stay in the page cache; a later read of the range faults them back in from the
+/// file with the same bytes. Elsewhere than Unix nothing is done.
+fn release_pages(map: &Mmap, range: std::ops::Range<usize>) {
+    #[cfg(unix)]
+    {
+        // SAFETY: the map is a read-only, private mapping of a file that is assumed not to
+        // change while loaded (see `SafetensorsFile::open`); nothing was ever written to its
+        // pages, so dropping them loses nothing, and any later read gets the file's bytes
+        // again. Failure only means the pages stay resident.
+        let _ = unsafe {
+            map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                range.start,
+                range.end - range.start,
+            )
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, range);
 }

@@ -244,7 +244,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64;
     // Read before the bandwidth buffer is allocated, which would count otherwise.
     let peak_rss_bytes = peak_rss();
-    let bandwidth = read_bandwidth(threads);
+    let bandwidth = read_bandwidth(threads, weights_read_bytes as usize);
     let decode_floor_ms = weights_read_bytes as f64 / bandwidth * 1e3;
     let speculative = match draft_tokens {
         Some(k) => {
