@@ -31,6 +31,11 @@ use crate::simd::{self, AttnRow, Gemm, Scores, Values};
 use crate::team::{self, SendPtr};
 use crate::{math, Dtype, Isa, LANES};
 
+/// How many positions ahead decode attention asks for keys and values while it computes: the
+/// cache is read once per step, from memory, in short strides the hardware prefetchers of a
+/// virtual machine barely follow.
+const PREFETCH_POSITIONS: usize = 32;
+
 /// Below this many multiply-adds a call stays on the calling thread.
 const PARALLEL_MIN_FMAS: usize = 1 << 18;
 
@@ -258,6 +263,7 @@ fn group_rows(
         bias: std::ptr::null(),
         out: scores.as_mut_ptr(),
         ldo: nt,
+        ahead_cols: PREFETCH_POSITIONS,
     };
     // Rows `t < nt` of `keys[first..]` at stride `ld` end at `first + (nt-1)*ld + d`
     // = `p*ld + kvh*d + d <= (past+n)*ld`: inside `keys` (checked by the caller's asserts).
@@ -290,6 +296,7 @@ fn group_rows(
         v: values[kvh * d..].as_ptr(),
         ldv: ld,
         d,
+        ahead: PREFETCH_POSITIONS,
     };
     // SAFETY: `isa` is available; each row's scores are `scores[t - seen.start]` for its
     // visible `t` (`base = seen.start`), its output is its own `d` zeroed floats; the values
@@ -539,6 +546,7 @@ fn block_task(
             v: values[kvh * d..].as_ptr(),
             ldv: ld,
             d,
+            ahead: 0,
         };
         debug_assert!(values.len() >= (descs[rows - 1].hi - 1) * ld + kvh * d + d);
         // SAFETY: `isa` is available; each row's scores cover its visible range (above), its

@@ -169,6 +169,7 @@ unsafe fn product(
             bias: bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
             out,
             ldo: w.n(),
+            ahead_cols: 0,
         })
         .collect();
     let run = |(i, cols): (usize, std::ops::Range<usize>)| {

@@ -69,6 +69,8 @@ pub(crate) struct Values {
     pub ldv: usize,
     /// Width of a head.
     pub d: usize,
+    /// How many positions ahead the sums ask for values (`0`: none, the values are in cache).
+    pub ahead: usize,
 }
 
 /// Every row's scores `scores[t - base] = reference_dot(q, k_t)` for the key blocks covering
@@ -272,19 +274,20 @@ unsafe fn sum_rows<L: Lanes, const R: usize>(
     let vals = v.v.add(t0 * v.ldv);
     let mut i0 = 0;
     while i0 + 4 * LANES <= v.d {
-        block::<L, R, 4>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, LANES);
+        block::<L, R, 4>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, LANES, v.ahead);
         i0 += 4 * LANES;
     }
     while i0 < v.d {
         let len = (v.d - i0).min(LANES);
-        block::<L, R, 1>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, len);
+        block::<L, R, 1>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, len, v.ahead);
         i0 += len;
     }
 }
 
 /// `Q` vectors of outputs `i0..` for `R` rows over `nt` positions (the last vector `len`
-/// lanes wide).
+/// lanes wide), asking for the values `ahead` positions on (none when `0`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn block<L: Lanes, const R: usize, const Q: usize>(
     e: &[*const f32; R],
     nt: usize,
@@ -293,6 +296,7 @@ unsafe fn block<L: Lanes, const R: usize, const Q: usize>(
     out: &[*mut f32; R],
     i0: usize,
     len: usize,
+    ahead: usize,
 ) {
     let mut acc = [[L::zero(); Q]; R];
     for (a, &o) in acc.iter_mut().zip(out) {
@@ -302,6 +306,12 @@ unsafe fn block<L: Lanes, const R: usize, const Q: usize>(
     }
     for t in 0..nt {
         let row = v.add(t * ldv);
+        if ahead > 0 {
+            // One cache line per vector; a prefetch past the cache reads nothing.
+            for q in 0..Q {
+                L::prefetch(row.wrapping_add(ahead * ldv + q * LANES).cast());
+            }
+        }
         let mut vt = [L::zero(); Q];
         for (q, x) in vt.iter_mut().enumerate() {
             *x = load::<L>(row.add(q * LANES), len);

@@ -43,6 +43,8 @@ pub(crate) struct Tile {
     bias: *const f32,
     out: *mut f32,
     ldo: usize,
+    /// See [`super::Gemm::ahead_cols`] (plain weights only).
+    ahead_cols: usize,
 }
 
 impl Tile {
@@ -89,6 +91,7 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
             },
             out: g.out.add(j0),
             ldo: g.ldo,
+            ahead_cols: g.ahead_cols,
         };
         L::rows::<E>(g.m, &tile, j1 - j0);
         return;
@@ -162,6 +165,7 @@ unsafe fn gemm_cols_of<L: Lanes, E: Elem>(g: &Gemm, j0: usize, j1: usize, scratc
                             },
                             out: g.out.add(r0 * g.ldo + p0 + c),
                             ldo: g.ldo,
+                            ahead_cols: 0,
                         };
                         L::rows_packed(rows, &tile, cols);
                         for _ in 0..per_tile {
@@ -254,7 +258,11 @@ unsafe fn tile<L: Lanes, E: Elem, const R: usize, const C: usize>(t: &Tile, c0: 
     // Each chunk: the `C` weight chunks are loaded (and widened) once and held, then each
     // row's chunk is loaded once and multiplied into its `C` accumulators.
     // Streaming weights (decode): fetch the rows of the next tile while this one computes.
-    let ahead = if t.group == usize::MAX { C * t.ldw } else { 0 };
+    let ahead = match (t.group, t.ahead_cols) {
+        (usize::MAX, 0) => C * t.ldw,
+        (usize::MAX, cols) => cols * t.ldw,
+        _ => 0,
+    };
     for i in 0..full {
         let mut ws = [L::zero(); C];
         for (c, wc) in ws.iter_mut().enumerate() {

@@ -169,6 +169,10 @@ pub(crate) struct Gemm {
     pub out: *mut f32,
     /// Floats between rows of `out`.
     pub ldo: usize,
+    /// How many weight rows after its own a decode tile asks for while it computes (`0`:
+    /// the next tile's, as many as it has columns). Attention's scores, whose tiles are a few
+    /// keys each, look further ahead.
+    pub ahead_cols: usize,
 }
 
 // SAFETY: a `Gemm` is plain addresses; the entry points' contracts say who may read and write
