@@ -4,7 +4,7 @@
 //! A buffer as large as the bytes a decode step reads (at least 64 MiB) is summed by
 //! `threads` threads, each over its own contiguous share, five times; the best pass counts
 //! (the others lost time to whatever else ran). Each thread reads its share as four
-//! interleaved streams and, on x86-64, asks for the lines [`PREFETCH_BYTES`] ahead of each
+//! interleaved streams and, on x86-64, asks for the lines `PREFETCH_BYTES` ahead of each
 //! stream: on the development machine (a VM whose hardware prefetchers do little) a plain
 //! sequential sum reached 22.0 GB/s on two threads and this 31.9 GB/s over 1 GiB — what the
 //! decode kernels, which prefetch too, can actually get. Summing `u64`s with wrapping adds
@@ -22,7 +22,7 @@ const STREAMS: usize = 4;
 const PREFETCH_BYTES: usize = 2048;
 
 /// Read bandwidth in bytes per second with `threads` threads (at least one), over a buffer
-/// of `bytes` (at least [`MIN_BUFFER_BYTES`]).
+/// of `bytes` (at least `MIN_BUFFER_BYTES`).
 pub fn read_bandwidth(threads: usize, bytes: usize) -> f64 {
     let threads = threads.max(1);
     let words = bytes.max(MIN_BUFFER_BYTES) / 8;
