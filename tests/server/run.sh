@@ -13,6 +13,10 @@ if [[ -z "${SIEVE:-}" ]]; then
     cargo build --quiet -p sieve-cli
     SIEVE="${CARGO_TARGET_DIR:-target}/debug/sieve"
 fi
+# The grammar plugin, for the tool-call tests (a debug build beside a given SIEVE too).
+cargo build --quiet -p sieve-plugin-grammar
+case "$(uname)" in Darwin) ext=dylib ;; *) ext=so ;; esac
+GRAMMAR="${CARGO_TARGET_DIR:-target}/debug/libsieve_grammar.$ext"
 VENV="${CARGO_TARGET_DIR:-target}/server-test-venv"
 if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
@@ -48,4 +52,4 @@ wait $pid 2>/dev/null || true
 trap - EXIT
 rm -f "$log"
 
-"$VENV/bin/python" tests/server/test_openai.py --sieve "$SIEVE"
+"$VENV/bin/python" tests/server/test_openai.py --sieve "$SIEVE" --grammar-plugin "$GRAMMAR"

@@ -1,12 +1,14 @@
 """`sieve serve` called with the official `openai` Python client: completions and chat,
-whole and streamed, `extra_body={"sampler": ...}`, logprobs, and bad requests. Every text
-is compared with what `sieve generate` prints for the same seed.
+whole and streamed, `extra_body={"sampler": ...}`, logprobs, tool calls, and bad requests.
+Every text is compared with what `sieve generate` prints for the same seed.
 
-Run by tests/server/run.sh (which installs the client); by hand:
-    python tests/server/test_openai.py --sieve target/debug/sieve
+Run by tests/server/run.sh (which installs the client and builds the grammar plugin); by hand:
+    python tests/server/test_openai.py --sieve target/debug/sieve \
+        --grammar-plugin target/debug/libsieve_grammar.so
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -18,6 +20,7 @@ import unittest
 import openai
 
 SIEVE = "target/debug/sieve"
+GRAMMAR_PLUGIN = None
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHAT_MODEL = os.path.join(ROOT, "tests", "fixtures", "models", "qwen3-headdim")
 PROMPT = "Once upon a time"
@@ -267,6 +270,86 @@ class Chat(unittest.TestCase):
         self.assertEqual(r.model_extra["sampler"], "greedy")
 
 
+class ToolCalls(unittest.TestCase):
+    """A tool call the model writes (under a JSON-schema grammar, as the fixture model is
+    random) reaches the client as `tool_calls`, whole and streamed."""
+
+    TOOLS = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+    SCHEMA = {
+        "type": "object",
+        "properties": {
+            "name": {"const": "get_weather"},
+            "arguments": {
+                "type": "object",
+                "properties": {"city": {"const": "Lima"}},
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        },
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+        "x-guidance": {"whitespace_flexible": False},
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        if not GRAMMAR_PLUGIN:
+            raise unittest.SkipTest("no --grammar-plugin given")
+        cls.server = Server("--model", CHAT_MODEL, "--plugin", GRAMMAR_PLUGIN)
+        cls.server.wait_ready()
+        cls.client = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def ask(self, **extra):
+        return self.client.chat.completions.create(
+            model=CHAT_MODEL,
+            messages=[{"role": "user", "content": "Weather in Lima?"}],
+            tools=self.TOOLS,
+            temperature=0,
+            max_tokens=120,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "call", "schema": self.SCHEMA},
+            },
+            **extra,
+        )
+
+    def test_a_call_comes_back_as_tool_calls(self):
+        r = self.ask()
+        choice = r.choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        self.assertIsNone(choice.message.content)
+        (call,) = choice.message.tool_calls
+        self.assertEqual(call.type, "function")
+        self.assertEqual(call.function.name, "get_weather")
+        self.assertEqual(json.loads(call.function.arguments), {"city": "Lima"})
+
+    def test_a_streamed_call_is_assembled_by_the_client(self):
+        calls, finish = {}, None
+        for chunk in self.ask(stream=True):
+            for choice in chunk.choices:
+                for d in choice.delta.tool_calls or []:
+                    entry = calls.setdefault(d.index, {"name": "", "arguments": ""})
+                    entry["name"] += d.function.name or ""
+                    entry["arguments"] += d.function.arguments or ""
+                finish = choice.finish_reason or finish
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual(list(calls), [0])
+        self.assertEqual(calls[0]["name"], "get_weather")
+        self.assertEqual(json.loads(calls[0]["arguments"]), {"city": "Lima"})
+
+
 class ApiKey(unittest.TestCase):
     def test_key_is_required(self):
         server = Server("--api-key", "k3y")
@@ -282,6 +365,8 @@ class ApiKey(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sieve", default=SIEVE)
+    parser.add_argument("--grammar-plugin", default=None)
     args, rest = parser.parse_known_args()
     SIEVE = os.path.abspath(args.sieve)
+    GRAMMAR_PLUGIN = args.grammar_plugin and os.path.abspath(args.grammar_plugin)
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)

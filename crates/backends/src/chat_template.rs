@@ -170,6 +170,14 @@ impl ChatTemplate {
         }
     }
 
+    /// Whether any of the templates' sources contains `text` (for example `<tool_call>`, the
+    /// tag a template teaches the model to wrap tool calls in).
+    pub fn mentions(&self, text: &str) -> bool {
+        self.templates
+            .iter()
+            .any(|(_, source)| source.contains(text))
+    }
+
     /// The names of the templates (`default` for a single one).
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.templates.iter().map(|(n, _)| n.as_str())

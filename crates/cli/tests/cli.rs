@@ -533,3 +533,15 @@ fn bench_sampler_text_on_a_logits_file() {
         "{out}"
     );
 }
+
+#[test]
+fn an_unknown_tool_call_parser_is_a_usage_error() {
+    let run = sieve(&["serve", "--tool-call-parser", "xml", "--port", "0"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--tool-call-parser")
+            && run.stderr.contains("auto, hermes, json or none"),
+        "{}",
+        run.stderr
+    );
+}

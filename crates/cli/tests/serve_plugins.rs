@@ -1,6 +1,7 @@
 //! `sieve serve` with plugin stages: request fields that map to `dry` and `top_n_sigma`
 //! give the text `sieve generate` gives for the canonical pipeline the response names, and
-//! `response_format` constrains the output through the `grammar` plugin.
+//! `response_format` constrains the output through the `grammar` plugin (and with `tools`,
+//! tool calls written under a grammar come back as `tool_calls`).
 
 mod server_support;
 
@@ -80,4 +81,147 @@ fn response_format_constrains_the_output() {
     let text = v["choices"][0]["text"].as_str().unwrap();
     let value: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
     assert!(value.is_object(), "{text}");
+}
+
+/// A DSL string literal of `text`.
+fn dsl_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Every chunk of a stream (without `[DONE]`), and the concatenated content of choice 0.
+fn chunks(events: &[String]) -> (Vec<Value>, String) {
+    let chunks: Vec<Value> = events
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let content = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    (chunks, content)
+}
+
+#[test]
+fn tool_calls_in_the_answer_come_back_as_tool_calls() {
+    let grammar = plugin("sieve-plugin-grammar");
+    let model = fixture_model("qwen3-headdim");
+    let tools = json!([{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+    let messages = json!([{"role": "user", "content": "Weather in Paris?"}]);
+
+    // The fixture's template does not mention <tool_call>: `auto` looks for JSON calls. The
+    // grammar makes the (random) model write one.
+    let server = Server::start(&["--model", &model, "--plugin", &grammar]);
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"const": "get_weather"},
+            "arguments": {"type": "object", "properties": {"city": {"const": "Paris"}},
+                          "required": ["city"], "additionalProperties": false}},
+        "required": ["name", "arguments"], "additionalProperties": false,
+        "x-guidance": {"whitespace_flexible": false},
+    });
+    let body = json!({
+        "messages": messages, "tools": tools, "max_tokens": 120, "temperature": 0,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "call", "schema": schema}},
+    });
+    let r = server.post("/v1/chat/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{v}");
+    assert!(choice["message"]["content"].is_null(), "{v}");
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert!(call["id"].as_str().unwrap().starts_with("call_"), "{call}");
+    assert_eq!(call["function"]["name"], "get_weather");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"city": "Paris"}));
+    assert_eq!(choice["message"]["tool_calls"].as_array().unwrap().len(), 1);
+
+    // Streamed: nothing is sent as content, the call comes whole in one delta.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let (all, content) = chunks(&server.post("/v1/chat/completions", &streamed).events());
+    assert_eq!(content, "");
+    let deltas: Vec<&Value> = all
+        .iter()
+        .filter(|c| !c["choices"][0]["delta"]["tool_calls"].is_null())
+        .collect();
+    assert_eq!(deltas.len(), 1, "{all:?}");
+    let call = &deltas[0]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(call["index"], 0);
+    assert_eq!(call["function"]["name"], "get_weather");
+    let last = all.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
+
+    // `tool_choice: "none"`: the same answer is plain content.
+    let mut none = body.clone();
+    none["tool_choice"] = json!("none");
+    let v = server.post("/v1/chat/completions", &none).json();
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "stop", "{v}");
+    assert!(choice["message"].get("tool_calls").is_none(), "{v}");
+    let text = choice["message"]["content"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}})
+    );
+
+    // Forcing a tool is not supported: a 400 naming the field.
+    for choice in [
+        json!("required"),
+        json!({"type": "function", "function": {"name": "get_weather"}}),
+    ] {
+        let mut bad = body.clone();
+        bad["tool_choice"] = choice;
+        let r = server.post("/v1/chat/completions", &bad);
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.json()["error"]["param"], "tool_choice", "{}", r.body);
+    }
+    drop(server);
+
+    // `--tool-call-parser hermes`: <tool_call> blocks, with the text before them as content
+    // (streamed: sent before the tag, the call after).
+    let server = Server::start(&[
+        "--model",
+        &model,
+        "--plugin",
+        &grammar,
+        "--tool-call-parser",
+        "hermes",
+    ]);
+    let answer = "Checking. <tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>";
+    let regex: String = answer
+        .chars()
+        .map(|c| match c {
+            '{' | '}' | '.' => format!("\\{c}"),
+            c => c.to_string(),
+        })
+        .collect();
+    let body = json!({
+        "messages": messages, "tools": tools, "max_tokens": 120,
+        "sampler": format!("grammar(regex={}) | greedy", dsl_string(&regex)),
+    });
+    let v = server.post("/v1/chat/completions", &body).json();
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{v}");
+    assert_eq!(choice["message"]["content"], "Checking.");
+    let call = &choice["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "get_weather");
+    assert_eq!(call["arguments"], "{\"city\":\"Oslo\"}");
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let (all, content) = chunks(&server.post("/v1/chat/completions", &streamed).events());
+    assert_eq!(content, "Checking. ");
+    assert!(all
+        .iter()
+        .any(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_weather"));
+    assert_eq!(
+        all.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
 }

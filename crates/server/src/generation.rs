@@ -512,18 +512,19 @@ pub async fn collect(mut submitted: Submitted) -> Result<(Meta, Vec<ChoiceOutput
 pub trait Chunks: Send + 'static {
     /// Chunks before any token (chat: each choice's role).
     fn opening(&self, meta: &Meta) -> Vec<String>;
-    /// A chunk carrying `text` (and a token's log-probabilities) for `choice`; `offset` is
-    /// where the text starts in the choice's text.
+    /// The chunks carrying `text` (and a token's log-probabilities) for `choice`; `offset` is
+    /// where the text starts in the choice's text. None when the text is held back (chat's
+    /// tool calls).
     fn text(
-        &self,
+        &mut self,
         meta: &Meta,
         choice: usize,
         text: &str,
         token: Option<(u32, &TokenLogprobs)>,
         offset: usize,
-    ) -> String;
-    /// The last chunk of `choice`.
-    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String;
+    ) -> Vec<String>;
+    /// The last chunks of `choice` (what was held back, then its `finish_reason`).
+    fn finish(&mut self, meta: &Meta, choice: usize, reason: FinishReason) -> Vec<String>;
     /// The usage chunk.
     fn usage(&self, meta: &Meta, usage: Usage) -> String;
 }
@@ -594,7 +595,8 @@ impl<C: Chunks> StreamState<C> {
                 if !text.is_empty() || logprobs.is_some() {
                     let offset = self.offsets.get(choice).copied().unwrap_or(0);
                     let lp = logprobs.as_ref().map(|lp| (token, lp));
-                    out.push(data(&self.chunks.text(meta, choice, &text, lp, offset)));
+                    let chunks = self.chunks.text(meta, choice, &text, lp, offset);
+                    out.extend(chunks.iter().map(|c| data(c)));
                 }
                 if let Some(o) = self.offsets.get_mut(choice) {
                     *o += text.len();
@@ -608,9 +610,11 @@ impl<C: Chunks> StreamState<C> {
             } => {
                 if !text.is_empty() {
                     let offset = self.offsets.get(choice).copied().unwrap_or(0);
-                    out.push(data(&self.chunks.text(meta, choice, &text, None, offset)));
+                    let chunks = self.chunks.text(meta, choice, &text, None, offset);
+                    out.extend(chunks.iter().map(|c| data(c)));
                 }
-                out.push(data(&self.chunks.finish(meta, choice, reason)));
+                let chunks = self.chunks.finish(meta, choice, reason);
+                out.extend(chunks.iter().map(|c| data(c)));
             }
             Event::Failed { message } => {
                 let e = Error::Generation(message);

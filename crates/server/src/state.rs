@@ -11,6 +11,7 @@ use sieve_engine::Scheduler;
 use crate::metrics::{Gauges, Metrics};
 use crate::openai::common::unix_now;
 use crate::sampling::Defaults;
+use crate::tools::ToolParser;
 
 /// The most alternatives a request may ask for with each token's log-probability.
 pub const MAX_TOP_LOGPROBS: u32 = 20;
@@ -44,15 +45,18 @@ pub struct Settings {
     /// Tokens per choice when a request gives no `max_tokens` (and `generation_config.json`
     /// no `max_new_tokens`): what `sieve generate` uses.
     pub default_max_tokens: usize,
+    /// How chat answers to requests with `tools` are searched for tool calls.
+    pub tool_parser: ToolParser,
 }
 
 impl Default for Settings {
-    /// No key, 4 MiB bodies, 128 tokens.
+    /// No key, 4 MiB bodies, 128 tokens, tool calls in the format the template suggests.
     fn default() -> Self {
         Settings {
             api_key: None,
             max_body_bytes: 4 << 20,
             default_max_tokens: 128,
+            tool_parser: ToolParser::Auto,
         }
     }
 }

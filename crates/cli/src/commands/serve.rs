@@ -17,6 +17,7 @@ use clap::Args;
 use sieve_core::{BuildContext, Registry};
 use sieve_engine::serve::SchedulerConfig;
 use sieve_engine::{BoxError, Detokenize, Scheduler};
+use sieve_server::tools::ToolParser;
 use sieve_server::{AppState, Defaults, ModelText, Settings};
 
 use crate::commands::generate::{default_pipeline, DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
@@ -76,6 +77,10 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes (larger: 413)
     #[arg(long = "max-body", value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_body: usize,
+    /// How chat answers to requests with `tools` are searched for tool calls: auto (hermes
+    /// when the chat template mentions <tool_call>, else json), hermes, json or none
+    #[arg(long = "tool-call-parser", value_name = "NAME", default_value = "auto")]
+    pub tool_call_parser: String,
     /// Plugin libraries (their stages may be named in requests).
     #[command(flatten)]
     pub plugins: PluginArgs,
@@ -101,6 +106,10 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     if args.prefill_chunk == 0 {
         return Err(Failure::usage("--prefill-chunk: give at least 1"));
     }
+    let tool_parser: ToolParser = args
+        .tool_call_parser
+        .parse()
+        .map_err(|e| Failure::usage(format!("--tool-call-parser: {e}")))?;
     let files = model::open_files(args.model.as_deref())?;
     let generation = files.dir.generation().clone();
     let default = match &args.sampler {
@@ -149,6 +158,7 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
         api_key: args.api_key.clone(),
         max_body_bytes: args.max_body,
         default_max_tokens: DEFAULT_MAX_TOKENS,
+        tool_parser,
     };
     let state = AppState::new(text, registry, defaults, scheduler, settings);
     let announce = |addr: std::net::SocketAddr| {

@@ -17,8 +17,11 @@ pub struct ChatFields {
     pub logprobs: Option<bool>,
     /// How many alternatives to list with each (0–20; needs `logprobs`).
     pub top_logprobs: Option<u32>,
-    /// Tools, passed to the chat template.
+    /// Tools, passed to the chat template; calls in the answer come back as `tool_calls`
+    /// (see `crate::tools`).
     pub tools: Option<Value>,
+    /// `"auto"` (default) or `"none"` (the answer is never searched for calls).
+    pub tool_choice: Option<Value>,
     /// Extra template variables (vLLM's extension), e.g. `{"enable_thinking": false}`.
     pub chat_template_kwargs: Option<Map<String, Value>>,
     /// End the prompt with the assistant's turn header (default true).
@@ -55,7 +58,7 @@ pub struct ChatChoice {
     pub message: ChatMessage,
     /// Log-probabilities, when asked for.
     pub logprobs: Option<ChatLogprobs>,
-    /// `stop` or `length`.
+    /// `stop`, `length` or `tool_calls`.
     pub finish_reason: &'static str,
 }
 
@@ -64,8 +67,35 @@ pub struct ChatChoice {
 pub struct ChatMessage {
     /// `assistant`.
     pub role: &'static str,
-    /// The text.
-    pub content: String,
+    /// The text (without the tool calls; `null` when nothing else was written).
+    pub content: Option<String>,
+    /// The tool calls found in the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
+}
+
+/// One tool call of an answer (OpenAI's `tool_calls` entry; in a stream, with its `index`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolCallOut {
+    /// Its position among the answer's calls (streamed deltas only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// `call_…`, unique within the response.
+    pub id: String,
+    /// `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function and its arguments.
+    pub function: FunctionCall,
+}
+
+/// The function a tool call names.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionCall {
+    /// Its name.
+    pub name: String,
+    /// Its arguments, as JSON text.
+    pub arguments: String,
 }
 
 /// `logprobs` of a chat choice.
@@ -143,4 +173,7 @@ pub struct Delta {
     /// New text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// Tool calls, each whole, in the choice's last chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
 }

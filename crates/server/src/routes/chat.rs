@@ -15,18 +15,20 @@ use crate::generation::{self, collect, prepare, submit, Chunks, Meta};
 use crate::metrics::Endpoint;
 use crate::openai::chat::{
     ChatChoice, ChatChunk, ChatChunkChoice, ChatCompletion, ChatFields, ChatLogprobs, ChatMessage,
-    Delta, TokenLogprob, TopLogprob,
+    Delta, FunctionCall, TokenLogprob, ToolCallOut, TopLogprob,
 };
 use crate::openai::common::{finish_reason, finite, Usage};
 use crate::openai::fields::{OutputFields, SamplingFields};
 use crate::state::AppState;
+use crate::tools::{self, Holdback, Split, ToolFormat};
 use crate::{Error, Result};
 
 /// `POST /v1/chat/completions`.
 ///
 /// # Errors
 /// See [`prepare`] and [`submit`]; 400 for a malformed conversation, a model without a chat
-/// template, a template that fails, `top_logprobs` without `logprobs`.
+/// template, a template that fails, `top_logprobs` without `logprobs`, a `tool_choice` other
+/// than `"auto"` or `"none"`.
 pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
     let output: OutputFields = body.fields()?;
     let sampling: SamplingFields = body.fields()?;
@@ -41,6 +43,7 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
         }
         _ => None,
     };
+    let tool_format = tool_format(&state, &own)?;
     let prompt = prompt_tokens(&state, &own)?;
     let prepared = prepare(
         &state,
@@ -55,6 +58,8 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
     let chunks = ChatChunks {
         state: state.clone(),
         logprobs: logprobs.is_some(),
+        tools: tool_format,
+        held: Vec::new(),
     };
     if stream {
         return Ok(generation::stream(submitted, chunks).into_response());
@@ -67,21 +72,35 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
     let choices = outputs
         .into_iter()
         .enumerate()
-        .map(|(index, c)| ChatChoice {
-            index,
-            logprobs: chunks.logprobs.then(|| ChatLogprobs {
-                content: c
-                    .tokens
-                    .iter()
-                    .zip(&c.logprobs)
-                    .map(|(&t, l)| chunks.entry(t, l))
-                    .collect(),
-            }),
-            message: ChatMessage {
-                role: "assistant",
-                content: c.text,
-            },
-            finish_reason: finish_reason(c.finish.unwrap_or(FinishReason::Length)),
+        .map(|(index, c)| {
+            let split = match tool_format {
+                Some(format) => tools::split(&c.text, format),
+                None => Split {
+                    content: Some(c.text.clone()),
+                    calls: Vec::new(),
+                },
+            };
+            let calls = tool_calls(&meta.id, index, &split, false);
+            ChatChoice {
+                index,
+                logprobs: chunks.logprobs.then(|| ChatLogprobs {
+                    content: c
+                        .tokens
+                        .iter()
+                        .zip(&c.logprobs)
+                        .map(|(&t, l)| chunks.entry(t, l))
+                        .collect(),
+                }),
+                finish_reason: match calls {
+                    Some(_) => "tool_calls",
+                    None => finish_reason(c.finish.unwrap_or(FinishReason::Length)),
+                },
+                message: ChatMessage {
+                    role: "assistant",
+                    content: split.content,
+                    tool_calls: calls,
+                },
+            }
         })
         .collect();
     Ok(Json(ChatCompletion {
@@ -95,6 +114,61 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
         seed: meta.seed,
     })
     .into_response())
+}
+
+/// The format the answer is searched for tool calls in: none without `tools` (or with an
+/// empty list) or with `"tool_choice": "none"`, else the server's `--tool-call-parser`.
+fn tool_format(state: &AppState, fields: &ChatFields) -> Result<Option<ToolFormat>> {
+    let offered = match &fields.tools {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(list)) => !list.is_empty(),
+        Some(_) => return Err(Error::field("tools", "`tools` must be a list")),
+    };
+    let searched = match &fields.tool_choice {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) if s == "auto" => true,
+        Some(Value::String(s)) if s == "none" => false,
+        Some(_) => {
+            return Err(Error::field(
+                "tool_choice",
+                "only \"auto\" and \"none\" are supported (a required or named tool would need the answer constrained to a call)",
+            ))
+        }
+    };
+    if !offered || !searched {
+        return Ok(None);
+    }
+    let tagged = state
+        .model
+        .chat_template
+        .as_ref()
+        .is_ok_and(|t| t.mentions(tools::HERMES_OPEN));
+    Ok(state.settings.tool_parser.format(tagged))
+}
+
+/// The `tool_calls` of choice `choice` (`None` without calls), with ids unique in the
+/// response `id`; `indexed` for stream deltas.
+fn tool_calls(id: &str, choice: usize, split: &Split, indexed: bool) -> Option<Vec<ToolCallOut>> {
+    if split.calls.is_empty() {
+        return None;
+    }
+    let stem = id.strip_prefix("chatcmpl-").unwrap_or(id);
+    Some(
+        split
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(k, call)| ToolCallOut {
+                index: indexed.then_some(k),
+                id: format!("call_{stem}_{choice}_{k}"),
+                kind: "function",
+                function: FunctionCall {
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                },
+            })
+            .collect(),
+    )
 }
 
 /// The conversation rendered and encoded.
@@ -178,6 +252,10 @@ fn normalize(i: usize, message: &Map<String, Value>) -> Result<Value> {
 struct ChatChunks {
     state: AppState,
     logprobs: bool,
+    /// The tool-call format searched for, if any.
+    tools: Option<ToolFormat>,
+    /// Per choice, the text held back while it may be a tool call.
+    held: Vec<Holdback>,
 }
 
 impl ChatChunks {
@@ -201,6 +279,33 @@ impl ChatChunks {
                 })
                 .collect(),
         }
+    }
+
+    /// Choice `choice`'s hold-back, when the answer is searched for tool calls.
+    fn holdback(&mut self, meta: &Meta, choice: usize) -> Option<&mut Holdback> {
+        let format = self.tools?;
+        if self.held.len() < meta.n {
+            self.held.resize_with(meta.n, || Holdback::new(format));
+        }
+        self.held.get_mut(choice)
+    }
+
+    /// A chunk of one choice's `delta`.
+    fn delta(
+        &self,
+        meta: &Meta,
+        choice: usize,
+        delta: Delta,
+        logprobs: Option<ChatLogprobs>,
+        finish_reason: Option<&'static str>,
+    ) -> String {
+        let choice = ChatChunkChoice {
+            index: choice,
+            delta,
+            logprobs,
+            finish_reason,
+        };
+        self.chunk(meta, vec![choice], None)
     }
 
     fn chunk(&self, meta: &Meta, choices: Vec<ChatChunkChoice>, usage: Option<Usage>) -> String {
@@ -227,6 +332,7 @@ impl Chunks for ChatChunks {
                     delta: Delta {
                         role: Some("assistant"),
                         content: Some(String::new()),
+                        tool_calls: None,
                     },
                     logprobs: None,
                     finish_reason: None,
@@ -237,36 +343,54 @@ impl Chunks for ChatChunks {
     }
 
     fn text(
-        &self,
+        &mut self,
         meta: &Meta,
         choice: usize,
         text: &str,
         token: Option<(u32, &TokenLogprobs)>,
         _offset: usize,
-    ) -> String {
+    ) -> Vec<String> {
         let logprobs = token.filter(|_| self.logprobs).map(|(id, l)| ChatLogprobs {
             content: vec![self.entry(id, l)],
         });
-        let choice = ChatChunkChoice {
-            index: choice,
-            delta: Delta {
-                role: None,
-                content: Some(text.to_string()),
-            },
-            logprobs,
-            finish_reason: None,
+        let text = match self.holdback(meta, choice) {
+            Some(held) => held.push(text),
+            None => text.to_string(),
         };
-        self.chunk(meta, vec![choice], None)
+        if text.is_empty() && logprobs.is_none() {
+            return Vec::new();
+        }
+        let delta = Delta {
+            content: (!text.is_empty()).then_some(text),
+            ..Delta::default()
+        };
+        vec![self.delta(meta, choice, delta, logprobs, None)]
     }
 
-    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String {
-        let choice = ChatChunkChoice {
-            index: choice,
-            delta: Delta::default(),
-            logprobs: None,
-            finish_reason: Some(finish_reason(reason)),
-        };
-        self.chunk(meta, vec![choice], None)
+    fn finish(&mut self, meta: &Meta, choice: usize, reason: FinishReason) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut reason = finish_reason(reason);
+        if let Some(held) = self.holdback(meta, choice) {
+            let held = std::mem::replace(held, Holdback::new(ToolFormat::Json));
+            let split = held.finish();
+            if let Some(content) = split.content.clone() {
+                let delta = Delta {
+                    content: Some(content),
+                    ..Delta::default()
+                };
+                out.push(self.delta(meta, choice, delta, None, None));
+            }
+            if let Some(calls) = tool_calls(&meta.id, choice, &split, true) {
+                let delta = Delta {
+                    tool_calls: Some(calls),
+                    ..Delta::default()
+                };
+                out.push(self.delta(meta, choice, delta, None, None));
+                reason = "tool_calls";
+            }
+        }
+        out.push(self.delta(meta, choice, Delta::default(), None, Some(reason)));
+        out
     }
 
     fn usage(&self, meta: &Meta, usage: Usage) -> String {

@@ -147,13 +147,13 @@ impl Chunks for CompletionChunks {
     }
 
     fn text(
-        &self,
+        &mut self,
         meta: &Meta,
         choice: usize,
         text: &str,
         token: Option<(u32, &TokenLogprobs)>,
         offset: usize,
-    ) -> String {
+    ) -> Vec<String> {
         let logprobs = token.filter(|_| self.logprobs).map(|(id, l)| {
             let mut lp = CompletionLogprobs::default();
             self.push(&mut lp, id, l, offset);
@@ -165,17 +165,17 @@ impl Chunks for CompletionChunks {
             logprobs,
             finish_reason: None,
         };
-        self.chunk(meta, vec![choice], None)
+        vec![self.chunk(meta, vec![choice], None)]
     }
 
-    fn finish(&self, meta: &Meta, choice: usize, reason: FinishReason) -> String {
+    fn finish(&mut self, meta: &Meta, choice: usize, reason: FinishReason) -> Vec<String> {
         let choice = CompletionChoice {
             index: choice,
             text: String::new(),
             logprobs: None,
             finish_reason: Some(finish_reason(reason)),
         };
-        self.chunk(meta, vec![choice], None)
+        vec![self.chunk(meta, vec![choice], None)]
     }
 
     fn usage(&self, meta: &Meta, usage: Usage) -> String {
