@@ -150,21 +150,14 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
     let row = heads * d;
     assert!(row > 0, "attend: empty heads");
     let group = heads / kv_heads;
-    // The one-row path's tasks: (sequence, first output float), `group · d` outputs each.
+    // The one-row path's tasks: (sequence, row · kv_heads + kv head), `group · d` outputs each.
     let mut tasks = Vec::new();
     let mut work = 0;
     for (j, seq) in seqs.iter_mut().enumerate() {
         let n = check(cfg, seq);
         let parallel = fmas(cfg, seq.past, n) >= PARALLEL_MIN_FMAS;
         if n >= BLOCKED_MIN_ROWS {
-            let Sequence {
-                queries,
-                past,
-                keys,
-                values,
-                out,
-            } = seq;
-            blocked(isa, cfg, queries, *past, keys, values, out, parallel);
+            blocked(isa, cfg, seq, parallel);
             continue;
         }
         work += fmas(cfg, seq.past, n);
@@ -397,17 +390,9 @@ thread_local! {
 /// (`simd::attn_sums`: one chain per output element in increasing `t`, as the one-row
 /// path). Every step of a row is the one-row path's step, so the bits are the
 /// same. Tasks split the query positions, never the keys.
-#[allow(clippy::too_many_arguments)]
-fn blocked(
-    isa: Isa,
-    cfg: &Attention,
-    queries: &[f32],
-    past: usize,
-    keys: &[f32],
-    values: &[f32],
-    out: &mut [f32],
-    parallel: bool,
-) {
+fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
+    let (queries, past, keys, values) = (seq.queries, seq.past, seq.keys, seq.values);
+    let out = &mut *seq.out;
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
     let row = heads * d;
     let n = queries.len() / row;

@@ -237,19 +237,20 @@ impl Holdback {
         out
     }
 
-    /// The end of the choice: the held text split into content and calls.
-    pub fn finish(self) -> Split {
+    /// The end of the choice: the held text split into content and calls (it is then
+    /// counted as sent).
+    pub fn finish(&mut self) -> Split {
         let held = &self.text[self.sent..];
-        if held.is_empty() {
-            return Split {
+        let out = if held.is_empty() {
+            Split {
                 content: None,
                 calls: Vec::new(),
-            };
-        }
-        match self.format {
-            ToolFormat::Hermes => split(held, ToolFormat::Hermes),
-            ToolFormat::Json => split(held, ToolFormat::Json),
-        }
+            }
+        } else {
+            split(held, self.format)
+        };
+        self.sent = self.text.len();
+        out
     }
 }
 

@@ -371,7 +371,6 @@ impl Chunks for ChatChunks {
         let mut out = Vec::new();
         let mut reason = finish_reason(reason);
         if let Some(held) = self.holdback(meta, choice) {
-            let held = std::mem::replace(held, Holdback::new(ToolFormat::Json));
             let split = held.finish();
             if let Some(content) = split.content.clone() {
                 let delta = Delta {
