@@ -14,11 +14,30 @@ pub struct LayerCache<B: Backend> {
 }
 
 /// Keys and values in host memory, one row of `width` values per position.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct HostKv {
     keys: Vec<f32>,
     values: Vec<f32>,
     width: usize,
+}
+
+impl Clone for HostKv {
+    /// A copy with room to grow: a fork (parallel samples, beams) appends its next rows in
+    /// place. A plain `Vec` clone has no spare room, so the fork's first append moved its whole
+    /// cache to a fresh buffer, paying the copy and the page faults twice: the first step of 8
+    /// forks of a 256-token prompt took 45 ms, the steady ones 20 ms.
+    fn clone(&self) -> Self {
+        let roomy = |v: &Vec<f32>| {
+            let mut copy = Vec::with_capacity(v.capacity().max(2 * v.len()));
+            copy.extend_from_slice(v);
+            copy
+        };
+        HostKv {
+            keys: roomy(&self.keys),
+            values: roomy(&self.values),
+            width: self.width,
+        }
+    }
 }
 
 impl<B: Backend> Default for LayerCache<B> {
@@ -135,5 +154,32 @@ impl<B: Backend> KvCache<B> {
     /// Records that a forward pass appended `n` positions to every layer.
     pub(crate) fn advance(&mut self, n: usize) {
         self.len += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn_flex::Flex;
+
+    use super::*;
+
+    #[test]
+    fn a_fork_appends_in_place_and_leaves_the_original_alone() {
+        let width = 4;
+        let mut cache = LayerCache::<Flex>::default();
+        let prompt: Vec<f32> = (0..10 * width).map(|i| i as f32).collect();
+        cache.append_host(&prompt, &prompt, width);
+        let mut fork = cache.clone();
+        let before = fork.host().0.as_ptr();
+        let row = [-1.0; 4];
+        let (keys, values) = fork.append_host(&row, &row, width);
+        assert_eq!(
+            keys.as_ptr(),
+            before,
+            "the fork's first append moved its cache"
+        );
+        assert_eq!(&keys[..prompt.len()], &prompt[..]);
+        assert_eq!(&values[prompt.len()..], &row);
+        assert_eq!(cache.host().0, &prompt[..]);
     }
 }
