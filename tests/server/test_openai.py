@@ -349,6 +349,35 @@ class ToolCalls(unittest.TestCase):
         self.assertEqual(calls[0]["name"], "get_weather")
         self.assertEqual(json.loads(calls[0]["arguments"]), {"city": "Lima"})
 
+    def test_a_named_tool_choice_forces_the_call(self):
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"enum": ["Lima", "Quito"]}},
+                        "required": ["city"],
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        ]
+        r = self.client.chat.completions.create(
+            model=CHAT_MODEL,
+            messages=[{"role": "user", "content": "Weather in Lima?"}],
+            tools=tools,
+            tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            max_tokens=150,
+            seed=5,
+        )
+        choice = r.choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        (call,) = choice.message.tool_calls
+        self.assertEqual(call.function.name, "get_weather")
+        self.assertIn(json.loads(call.function.arguments)["city"], ["Lima", "Quito"])
+
 
 class ApiKey(unittest.TestCase):
     def test_key_is_required(self):

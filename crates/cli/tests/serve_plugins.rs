@@ -103,6 +103,109 @@ fn chunks(events: &[String]) -> (Vec<Value>, String) {
 }
 
 #[test]
+fn a_forced_tool_choice_constrains_the_answer_to_a_call() {
+    let grammar = plugin("sieve-plugin-grammar");
+    let model = fixture_model("qwen3-headdim");
+    let tools = json!([
+        {"type": "function", "function": {
+            "name": "get_weather", "description": "Weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
+                           "required": ["city"], "additionalProperties": false}}},
+        {"type": "function", "function": {
+            "name": "get_time",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}},
+    ]);
+    let messages = json!([{"role": "user", "content": "Weather in Paris?"}]);
+    let named = json!({"type": "function", "function": {"name": "get_weather"}});
+    // Whatever parser the server was started with, a forced call is JSON and comes back as
+    // `tool_calls`.
+    for parser in ["auto", "hermes", "none"] {
+        let server = Server::start(&[
+            "--model",
+            &model,
+            "--plugin",
+            &grammar,
+            "--tool-call-parser",
+            parser,
+        ]);
+        for seed in 1..=3 {
+            let body = json!({
+                "messages": messages, "tools": tools, "tool_choice": named,
+                "max_tokens": 150, "seed": seed,
+            });
+            let r = server.post("/v1/chat/completions", &body);
+            assert_eq!(r.status, 200, "{}", r.body);
+            let v = r.json();
+            assert!(v["sampler"]
+                .as_str()
+                .unwrap()
+                .starts_with("grammar(json_schema="));
+            let choice = &v["choices"][0];
+            assert_eq!(
+                choice["finish_reason"], "tool_calls",
+                "{parser} {seed}: {v}"
+            );
+            let calls = choice["message"]["tool_calls"].as_array().unwrap();
+            assert_eq!(calls.len(), 1, "{v}");
+            assert_eq!(calls[0]["function"]["name"], "get_weather");
+            let args: Value =
+                serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert!(
+                args == json!({"city": "Paris"}) || args == json!({"city": "Oslo"}),
+                "{args}"
+            );
+
+            // `required` without parallel calls: one call to either tool, with its arguments
+            // (a list of calls may run on past `max_tokens` with a random model).
+            let mut required = body.clone();
+            required["tool_choice"] = json!("required");
+            required["parallel_tool_calls"] = json!(false);
+            let v = server.post("/v1/chat/completions", &required).json();
+            let choice = &v["choices"][0];
+            assert_eq!(
+                choice["finish_reason"], "tool_calls",
+                "{parser} {seed}: {v}"
+            );
+            let calls = choice["message"]["tool_calls"].as_array().unwrap();
+            assert_eq!(calls.len(), 1, "{v}");
+            for call in calls {
+                let args: Value =
+                    serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+                match call["function"]["name"].as_str().unwrap() {
+                    "get_weather" => assert!(args["city"].is_string(), "{args}"),
+                    "get_time" => assert_eq!(args, json!({})),
+                    other => panic!("a call to {other}"),
+                }
+            }
+        }
+        // Streamed: no content, the call whole in one delta.
+        let body = json!({
+            "messages": messages, "tools": tools, "tool_choice": named,
+            "max_tokens": 150, "seed": 1, "stream": true,
+        });
+        let (all, content) = chunks(&server.post("/v1/chat/completions", &body).events());
+        assert_eq!(content, "", "{all:?}");
+        let deltas: Vec<&Value> = all
+            .iter()
+            .filter(|c| !c["choices"][0]["delta"]["tool_calls"].is_null())
+            .collect();
+        assert_eq!(deltas.len(), 1, "{all:?}");
+        assert_eq!(
+            deltas[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+            "get_weather"
+        );
+    }
+
+    // Without the grammar plugin a forced call cannot be kept: a 400 naming `tool_choice`.
+    let server = Server::start(&["--model", &model]);
+    let body = json!({"messages": messages, "tools": tools, "tool_choice": "required"});
+    let r = server.post("/v1/chat/completions", &body);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["param"], "tool_choice", "{}", r.body);
+    assert!(r.body.contains("grammar"), "{}", r.body);
+}
+
+#[test]
 fn tool_calls_in_the_answer_come_back_as_tool_calls() {
     let grammar = plugin("sieve-plugin-grammar");
     let model = fixture_model("qwen3-headdim");
@@ -171,13 +274,26 @@ fn tool_calls_in_the_answer_come_back_as_tool_calls() {
         json!({"name": "get_weather", "arguments": {"city": "Paris"}})
     );
 
-    // Forcing a tool is not supported: a 400 naming the field.
-    for choice in [
-        json!("required"),
-        json!({"type": "function", "function": {"name": "get_weather"}}),
+    // `tool_choice` that is neither a string nor a function object, or names no offered tool,
+    // or forces a call with `response_format` or a `sampler` beside it: a 400 naming the field.
+    for (choice, extra) in [
+        (json!("always"), json!({})),
+        (
+            json!({"type": "function", "function": {"name": "get_time"}}),
+            json!({}),
+        ),
+        (json!("required"), json!({"sampler": "greedy"})),
+        (
+            json!("required"),
+            json!({"response_format": {"type": "json_object"}}),
+        ),
     ] {
         let mut bad = body.clone();
+        bad.as_object_mut().unwrap().remove("response_format");
         bad["tool_choice"] = choice;
+        for (k, v) in extra.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
         let r = server.post("/v1/chat/completions", &bad);
         assert_eq!(r.status, 400, "{}", r.body);
         assert_eq!(r.json()["error"]["param"], "tool_choice", "{}", r.body);

@@ -34,6 +34,7 @@ pub mod routes;
 mod run;
 pub mod sampling;
 pub mod state;
+pub mod tool_choice;
 pub mod tools;
 
 use std::future::Future;

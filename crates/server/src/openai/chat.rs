@@ -20,8 +20,11 @@ pub struct ChatFields {
     /// Tools, passed to the chat template; calls in the answer come back as `tool_calls`
     /// (see `crate::tools`).
     pub tools: Option<Value>,
-    /// `"auto"` (default) or `"none"` (the answer is never searched for calls).
+    /// `"auto"` (default), `"none"` (the answer is never searched for calls), `"required"` or
+    /// a named function (a call is forced: see `crate::tool_choice`).
     pub tool_choice: Option<Value>,
+    /// `false`: a forced `"required"` call is exactly one call (default true: one or more).
+    pub parallel_tool_calls: Option<bool>,
     /// Extra template variables (vLLM's extension), e.g. `{"enable_thinking": false}`.
     pub chat_template_kwargs: Option<Map<String, Value>>,
     /// End the prompt with the assistant's turn header (default true).

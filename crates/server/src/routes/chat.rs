@@ -18,8 +18,10 @@ use crate::openai::chat::{
     Delta, FunctionCall, TokenLogprob, ToolCallOut, TopLogprob,
 };
 use crate::openai::common::{finish_reason, finite, Usage};
-use crate::openai::fields::{OutputFields, SamplingFields};
+use crate::openai::fields::{JsonSchemaFormat, OutputFields, ResponseFormat, SamplingFields};
+use crate::sampling::Stages;
 use crate::state::AppState;
+use crate::tool_choice::ToolChoice;
 use crate::tools::{self, Holdback, Split, ToolFormat};
 use crate::{Error, Result};
 
@@ -27,11 +29,12 @@ use crate::{Error, Result};
 ///
 /// # Errors
 /// See [`prepare`] and [`submit`]; 400 for a malformed conversation, a model without a chat
-/// template, a template that fails, `top_logprobs` without `logprobs`, a `tool_choice` other
-/// than `"auto"` or `"none"`.
+/// template, a template that fails, `top_logprobs` without `logprobs`, a malformed
+/// `tool_choice`, or a forced call ([`ToolChoice::forces_a_call`]) without the `grammar`
+/// stage, with `response_format`, or with a `sampler` pipeline.
 pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
     let output: OutputFields = body.fields()?;
-    let sampling: SamplingFields = body.fields()?;
+    let mut sampling: SamplingFields = body.fields()?;
     let own: ChatFields = body.fields()?;
     let logprobs = match (own.logprobs, own.top_logprobs) {
         (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),
@@ -43,7 +46,7 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
         }
         _ => None,
     };
-    let tool_format = tool_format(&state, &own)?;
+    let tool_format = tool_format(&state, &own, &mut sampling)?;
     let prompt = prompt_tokens(&state, &own)?;
     let prepared = prepare(
         &state,
@@ -117,25 +120,52 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
 }
 
 /// The format the answer is searched for tool calls in: none without `tools` (or with an
-/// empty list) or with `"tool_choice": "none"`, else the server's `--tool-call-parser`.
-fn tool_format(state: &AppState, fields: &ChatFields) -> Result<Option<ToolFormat>> {
+/// empty list) or with `"tool_choice": "none"`; JSON when `tool_choice` forces a call (whose
+/// schema then constrains the answer through `sampling.response_format`, see
+/// [`crate::tool_choice`]); else the server's `--tool-call-parser`.
+fn tool_format(
+    state: &AppState,
+    fields: &ChatFields,
+    sampling: &mut SamplingFields,
+) -> Result<Option<ToolFormat>> {
     let offered = match &fields.tools {
-        None | Some(Value::Null) => false,
-        Some(Value::Array(list)) => !list.is_empty(),
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(list)) => &list[..],
         Some(_) => return Err(Error::field("tools", "`tools` must be a list")),
     };
-    let searched = match &fields.tool_choice {
-        None | Some(Value::Null) => true,
-        Some(Value::String(s)) if s == "auto" => true,
-        Some(Value::String(s)) if s == "none" => false,
-        Some(_) => {
-            return Err(Error::field(
+    let choice = ToolChoice::parse(fields.tool_choice.as_ref(), offered)?;
+    let parallel = fields.parallel_tool_calls.unwrap_or(true);
+    if let Some(schema) = choice.schema(offered, parallel)? {
+        let refuse = |why: &str| {
+            Err(Error::field(
                 "tool_choice",
-                "only \"auto\" and \"none\" are supported (a required or named tool would need the answer constrained to a call)",
+                format!("a forced tool call {why}"),
             ))
+        };
+        if sampling.sampler.is_some() {
+            return refuse(
+                "constrains the answer through the sampling fields, which a `sampler` pipeline \
+                 replaces: leave `sampler` out, or put grammar(json_schema=…) in it yourself",
+            );
         }
-    };
-    if !offered || !searched {
+        if !matches!(sampling.response_format, None | Some(ResponseFormat::Text)) {
+            return refuse("is already a JSON format: leave `response_format` out");
+        }
+        if !state.registry.has("grammar") {
+            return refuse(
+                "needs the `grammar` stage, which this server did not load (start it with \
+                 --plugin PATH to the grammar plugin)",
+            );
+        }
+        sampling.response_format = Some(ResponseFormat::JsonSchema {
+            json_schema: JsonSchemaFormat {
+                name: Some("tool_call".into()),
+                schema: Some(schema),
+            },
+        });
+        return Ok(Some(ToolFormat::Json));
+    }
+    if offered.is_empty() || choice == ToolChoice::None {
         return Ok(None);
     }
     let tagged = state
