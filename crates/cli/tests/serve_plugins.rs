@@ -44,6 +44,33 @@ fn dry_and_top_n_sigma_fields_run_the_plugins() {
     assert_eq!(v["choices"][0]["text"], want.as_str());
 }
 
+/// The JSON answer to a request that ran under a JSON-schema grammar (checked).
+fn constrained(server: &Server, path: &str, body: &Value) -> Value {
+    let r = server.post(path, body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert!(
+        v["sampler"]
+            .as_str()
+            .unwrap()
+            .starts_with("grammar(json_schema="),
+        "{v}"
+    );
+    v
+}
+
+/// The name and parsed arguments of the one tool call a chat answer holds (checked: the
+/// answer finished with `tool_calls` and holds exactly one).
+fn one_call(v: &Value) -> (String, Value) {
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{v}");
+    let calls = choice["message"]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{v}");
+    let function = &calls[0]["function"];
+    let args = serde_json::from_str(function["arguments"].as_str().unwrap()).unwrap();
+    (function["name"].as_str().unwrap().to_string(), args)
+}
+
 #[test]
 fn response_format_constrains_the_output() {
     let grammar = plugin("sieve-plugin-grammar");
@@ -60,13 +87,7 @@ fn response_format_constrains_the_output() {
             "prompt": "JSON:", "max_tokens": 40, "seed": seed,
             "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
         });
-        let r = server.post("/v1/completions", &body);
-        assert_eq!(r.status, 200, "{}", r.body);
-        let v = r.json();
-        assert!(v["sampler"]
-            .as_str()
-            .unwrap()
-            .starts_with("grammar(json_schema="));
+        let v = constrained(&server, "/v1/completions", &body);
         let text = v["choices"][0]["text"].as_str().unwrap();
         let value: Value = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("seed {seed}: {text:?} is not JSON: {e}"));
@@ -133,23 +154,8 @@ fn a_forced_tool_choice_constrains_the_answer_to_a_call() {
                 "messages": messages, "tools": tools, "tool_choice": named,
                 "max_tokens": 150, "seed": seed,
             });
-            let r = server.post("/v1/chat/completions", &body);
-            assert_eq!(r.status, 200, "{}", r.body);
-            let v = r.json();
-            assert!(v["sampler"]
-                .as_str()
-                .unwrap()
-                .starts_with("grammar(json_schema="));
-            let choice = &v["choices"][0];
-            assert_eq!(
-                choice["finish_reason"], "tool_calls",
-                "{parser} {seed}: {v}"
-            );
-            let calls = choice["message"]["tool_calls"].as_array().unwrap();
-            assert_eq!(calls.len(), 1, "{v}");
-            assert_eq!(calls[0]["function"]["name"], "get_weather");
-            let args: Value =
-                serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+            let (name, args) = one_call(&constrained(&server, "/v1/chat/completions", &body));
+            assert_eq!(name, "get_weather");
             assert!(
                 args == json!({"city": "Paris"}) || args == json!({"city": "Oslo"}),
                 "{args}"
@@ -160,22 +166,11 @@ fn a_forced_tool_choice_constrains_the_answer_to_a_call() {
             let mut required = body.clone();
             required["tool_choice"] = json!("required");
             required["parallel_tool_calls"] = json!(false);
-            let v = server.post("/v1/chat/completions", &required).json();
-            let choice = &v["choices"][0];
-            assert_eq!(
-                choice["finish_reason"], "tool_calls",
-                "{parser} {seed}: {v}"
-            );
-            let calls = choice["message"]["tool_calls"].as_array().unwrap();
-            assert_eq!(calls.len(), 1, "{v}");
-            for call in calls {
-                let args: Value =
-                    serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-                match call["function"]["name"].as_str().unwrap() {
-                    "get_weather" => assert!(args["city"].is_string(), "{args}"),
-                    "get_time" => assert_eq!(args, json!({})),
-                    other => panic!("a call to {other}"),
-                }
+            let (name, args) = one_call(&constrained(&server, "/v1/chat/completions", &required));
+            match name.as_str() {
+                "get_weather" => assert!(args["city"].is_string(), "{args}"),
+                "get_time" => assert_eq!(args, json!({})),
+                other => panic!("a call to {other}"),
             }
         }
         // Streamed: no content, the call whole in one delta.
