@@ -327,7 +327,7 @@ fn tool_calls_in_the_answer_come_back_as_tool_calls() {
     let mut streamed = body.clone();
     streamed["stream"] = json!(true);
     let (all, content) = chunks(&server.post("/v1/chat/completions", &streamed).events());
-    assert_eq!(content, "Checking. ");
+    assert_eq!(content, "Checking.", "the same content as the whole answer");
     assert!(all
         .iter()
         .any(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_weather"));

@@ -17,7 +17,8 @@
 //! a malformed call is shown to the client rather than lost. `arguments` goes out as the JSON
 //! text of the object (OpenAI's wire format).
 //!
-//! Streaming ([`Holdback`]): text is sent as content until it could be the start of a call;
+//! Streaming ([`Holdback`]): text is sent as content until it could be the start of a call
+//! (whitespace before that point is held too, as the whole answer trims it before a call);
 //! from there it is held, and at the end of the choice the held text is parsed and sent as one
 //! `tool_calls` delta (or as content if it held no call).
 
@@ -231,6 +232,12 @@ impl Holdback {
                 }
             }
         };
+        // Whitespace just before a call is not content (the whole answer trims it): hold it
+        // until something else follows.
+        let upto = match self.plain {
+            true => upto,
+            false => self.text[..upto].trim_end().len(),
+        };
         let upto = upto.max(self.sent);
         let out = self.text[self.sent..upto].to_string();
         self.sent = upto;
@@ -387,10 +394,17 @@ mod tests {
                 "</tool_call>",
             ],
         );
-        assert_eq!(sent, "Sure. ");
+        // The space before the call is held and dropped with it, as the whole answer trims it.
+        assert_eq!(sent, "Sure.");
         assert_eq!(
             (end.content, calls_owned(&end.calls)),
             (None, owned(&[("f", "{}")]))
+        );
+        // Whitespace with no call after it is content in the end.
+        let (sent, end) = stream(ToolFormat::Hermes, &["Done. ", " \n"]);
+        assert_eq!(
+            (sent.as_str(), end.content.as_deref()),
+            ("Done.", Some("  \n"))
         );
         // A `<` that does not become the tag is released.
         let (sent, end) = stream(ToolFormat::Hermes, &["a <", "b> c"]);
@@ -400,8 +414,8 @@ mod tests {
         );
         // Held text that is no call comes back as content.
         let (sent, end) = stream(ToolFormat::Hermes, &["x <tool_call>oops"]);
-        assert_eq!(sent, "x ");
-        assert_eq!(end.content.as_deref(), Some("<tool_call>oops"));
+        assert_eq!(sent, "x");
+        assert_eq!(end.content.as_deref(), Some(" <tool_call>oops"));
         // JSON: held from the start while it may be a call.
         let (sent, end) = stream(ToolFormat::Json, &[" {\"name\"", ": \"f\"}"]);
         assert_eq!((sent.as_str(), calls(&end)), ("", vec![("f", "{}")]));
