@@ -85,12 +85,8 @@ impl ToolChoice {
         }
     }
 
-    /// Whether the answer must be a call.
-    pub fn forces_a_call(&self) -> bool {
-        matches!(self, ToolChoice::Required | ToolChoice::Named(_))
-    }
-
-    /// The JSON schema a forced answer must match (`None` unless [`Self::forces_a_call`]):
+    /// The JSON schema a forced answer must match (`None` for `Auto` and `None`, which force
+    /// nothing):
     /// a call object `{"name": <const>, "arguments": <the tool's parameters>}` for a named
     /// tool, a non-empty list of calls to any tool for `"required"` (of one call unless
     /// `parallel`).

@@ -30,7 +30,7 @@ use crate::{Error, Result};
 /// # Errors
 /// See [`prepare`] and [`submit`]; 400 for a malformed conversation, a model without a chat
 /// template, a template that fails, `top_logprobs` without `logprobs`, a malformed
-/// `tool_choice`, or a forced call ([`ToolChoice::forces_a_call`]) without the `grammar`
+/// `tool_choice`, or a forced call (`"required"` or a named tool) without the `grammar`
 /// stage, with `response_format`, or with a `sampler` pipeline.
 pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
     let output: OutputFields = body.fields()?;
@@ -149,7 +149,7 @@ fn tool_format(
             );
         }
         if !matches!(sampling.response_format, None | Some(ResponseFormat::Text)) {
-            return refuse("is already a JSON format: leave `response_format` out");
+            return refuse("already makes the answer JSON: leave `response_format` out");
         }
         if !state.registry.has("grammar") {
             return refuse(
