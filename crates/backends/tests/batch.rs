@@ -205,6 +205,92 @@ fn fork_copies_one_sequence_and_truncate_rolls_back_one() {
     }
 }
 
+/// The logits of the last of `history` fed to a new sequence in one pass.
+fn fresh(model: &mut LoadedModel, history: &[u32]) -> Vec<f32> {
+    let s = model.open();
+    let out = model.step(&[Feed::last(s, history)]).unwrap().remove(0);
+    model.close(s);
+    out
+}
+
+/// Feeds `tokens` to sequence `seqs[i]` for each `(i, tokens)` in one step, and checks each
+/// one's logits against a new sequence fed its whole history (`histories[i]`, extended).
+fn step_and_check(
+    model: &mut LoadedModel,
+    seqs: &[SeqId],
+    histories: &mut [Vec<u32>],
+    feeds: &[(usize, Vec<u32>)],
+    what: &str,
+) {
+    let steps: Vec<Feed<'_>> = feeds
+        .iter()
+        .map(|(i, tokens)| Feed::last(seqs[*i], tokens))
+        .collect();
+    let out = model.step(&steps).unwrap();
+    for ((i, tokens), got) in feeds.iter().zip(out) {
+        histories[*i].extend(tokens);
+        let want = fresh(model, &histories[*i]);
+        assert!(
+            got == want,
+            "{what}: sequence {i} differs by {}",
+            max_abs_diff(&got, &want)
+        );
+    }
+}
+
+/// Forks hold their prompt's keys and values once, shared (attention reads them once for all
+/// the forks in a step), and each still gets the bits of a new sequence fed its whole
+/// history: forks advancing by different tokens beside a sequence of its own, a fork of a
+/// fork, a chunk of nine tokens on a fork (the blocked attention path), and a fork cut back
+/// into the shared prompt.
+#[test]
+fn forks_sharing_a_prompt_get_the_bits_of_a_fresh_sequence() {
+    for name in FIXTURES {
+        let t = fixture(name).expected.tokens;
+        let token = |i: usize| t[i % t.len()];
+        for kind in CPU {
+            let mut model = load(name, kind);
+            let root = prefilled(&mut model, &[&t[..5]])[0];
+            let mut seqs = vec![root];
+            seqs.extend((0..4).map(|_| model.fork(root).unwrap()));
+            let lone = prefilled(&mut model, &[&t[2..9]])[0];
+            seqs.push(lone);
+            let mut histories: Vec<Vec<u32>> = vec![t[..5].to_vec(); 5];
+            histories.push(t[2..9].to_vec());
+            for round in 0..3 {
+                let feeds: Vec<(usize, Vec<u32>)> =
+                    (0..6).map(|i| (i, vec![token(3 * i + round)])).collect();
+                step_and_check(
+                    &mut model,
+                    &seqs,
+                    &mut histories,
+                    &feeds,
+                    &format!("{name} on {kind}, round {round}"),
+                );
+            }
+            let child = model.fork(seqs[1]).unwrap();
+            seqs.push(child);
+            histories.push(histories[1].clone());
+            let feeds = [
+                (6, vec![token(1)]),
+                (1, vec![token(2)]),
+                (2, vec![token(3)]),
+            ];
+            let what = format!("{name} on {kind}, a fork of a fork");
+            step_and_check(&mut model, &seqs, &mut histories, &feeds, &what);
+            let chunk: Vec<u32> = (0..9).map(|i| token(i + 4)).collect();
+            let feeds = [(3, chunk), (4, vec![token(5)])];
+            let what = format!("{name} on {kind}, a chunk");
+            step_and_check(&mut model, &seqs, &mut histories, &feeds, &what);
+            model.truncate(seqs[2], 3).unwrap();
+            histories[2].truncate(3);
+            let feeds = [(2, vec![token(7)]), (0, vec![token(8)])];
+            let what = format!("{name} on {kind}, a cut");
+            step_and_check(&mut model, &seqs, &mut histories, &feeds, &what);
+        }
+    }
+}
+
 #[test]
 fn a_bad_step_changes_no_sequence() {
     let name = FIXTURES[0];

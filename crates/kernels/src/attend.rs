@@ -102,35 +102,51 @@ pub fn attend_on(
     let mut job = [Sequence {
         queries,
         past,
-        keys,
-        values,
+        shared: KeysValues::default(),
+        own: KeysValues { keys, values },
         out,
     }];
     attend_many_on(isa, cfg, &mut job);
 }
 
-/// One sequence's part of [`attend_many`]: the arguments of [`attend`].
+/// Keys and values of consecutive positions: `[len, kv_heads, head_dim]` each.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeysValues<'a> {
+    /// The rotated keys.
+    pub keys: &'a [f32],
+    /// The values (as long as `keys`).
+    pub values: &'a [f32],
+}
+
+/// One sequence's part of [`attend_many`]: the arguments of [`attend`], its keys and values
+/// in two runs.
 #[derive(Debug)]
 pub struct Sequence<'a> {
     /// `[n, heads, head_dim]`, RoPE applied.
     pub queries: &'a [f32],
     /// Positions held before the `n` new ones.
     pub past: usize,
-    /// `[past + n, kv_heads, head_dim]`, the new rows appended.
-    pub keys: &'a [f32],
-    /// As `keys`.
-    pub values: &'a [f32],
+    /// The keys and values of the first positions when other sequences of the call hold the
+    /// very same ones (forks of one prompt: the same slices, compared by address and length):
+    /// their decode rows read each shared position once for all of them. Empty when none.
+    pub shared: KeysValues<'a>,
+    /// The keys and values of the positions after `shared` (`[past + n − shared, kv_heads,
+    /// head_dim]`), the new rows appended.
+    pub own: KeysValues<'a>,
     /// `[n, heads · head_dim]`.
     pub out: &'a mut [f32],
 }
 
 /// [`attend`] for several sequences of one layer (a batched forward pass): each sequence's
-/// outputs are exactly what [`attend`] gives it alone. Decode-sized sequences (fewer than
-/// 8 new rows) share one parallel section, a task per (sequence, row, kv
-/// head); longer ones take the blocked path one after the other.
+/// outputs are exactly what [`attend`] gives it alone, whoever shares the call and whether
+/// its keys and values come in one run or two. Decode-sized sequences (fewer than
+/// [`BLOCKED_MIN_ROWS`] new rows) share one parallel section: those holding the same
+/// [`Sequence::shared`] run form a group, and a task takes a few of a group's rows for one kv
+/// head, reading each shared key and value once for all of them ([`decode_task`]). Longer
+/// sequences take the blocked path one after the other.
 ///
 /// # Panics
-/// As [`attend`], for any sequence.
+/// As [`attend`], for any sequence, or if a sequence's `shared` run is longer than its past.
 pub fn attend_many(cfg: &Attention, seqs: &mut [Sequence<'_>]) {
     attend_many_on(Isa::best(), cfg, seqs)
 }
@@ -138,30 +154,53 @@ pub fn attend_many(cfg: &Attention, seqs: &mut [Sequence<'_>]) {
 /// [`attend_many`] with a chosen instruction set.
 ///
 /// # Panics
-/// If `isa` is not available on this CPU, or as [`attend`].
+/// If `isa` is not available on this CPU, or as [`attend_many`].
 pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
     assert!(isa.is_available(), "{isa:?} is not available on this CPU");
-    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let (heads, kv_heads) = (cfg.heads, cfg.kv_heads);
     assert!(
         kv_heads > 0 && heads % kv_heads == 0,
         "attend: {kv_heads} kv heads do not divide {heads} heads"
     );
     assert_ne!(cfg.window, Some(0), "attend: a window of 0 sees nothing");
-    let row = heads * d;
-    assert!(row > 0, "attend: empty heads");
+    assert!(heads * cfg.head_dim > 0, "attend: empty heads");
     let group = heads / kv_heads;
-    // The one-row path's tasks: (sequence, row · kv_heads + kv head), `group · d` outputs each.
-    let mut tasks = Vec::new();
+    let rows: Vec<usize> = seqs.iter().map(|seq| check(cfg, seq)).collect();
+    // Decode-sized sequences, grouped by the shared run they read (a sequence without one
+    // is a group of its own); longer ones take the blocked path now.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut work = 0;
-    for (j, seq) in seqs.iter_mut().enumerate() {
-        let n = check(cfg, seq);
-        let parallel = fmas(cfg, seq.past, n) >= PARALLEL_MIN_FMAS;
+    for (j, &n) in rows.iter().enumerate() {
+        let fmas = fmas(cfg, seqs[j].past, n);
         if n >= BLOCKED_MIN_ROWS {
-            blocked(isa, cfg, seq, parallel);
+            blocked(isa, cfg, &mut seqs[j], fmas >= PARALLEL_MIN_FMAS);
             continue;
         }
-        work += fmas(cfg, seq.past, n);
-        tasks.extend((0..n * kv_heads).map(|idx| (j, idx)));
+        work += fmas;
+        let shared = &seqs[j].shared;
+        let joined = groups
+            .iter_mut()
+            .find(|g| !shared.keys.is_empty() && same_run(&seqs[g[0]].shared, shared));
+        match joined {
+            Some(g) => g.push(j),
+            None => groups.push(vec![j]),
+        }
+    }
+    // Tasks: up to `TASK_ROWS` query rows of one group (whole new rows, `group` query heads
+    // each) for one kv head; a group's new rows are split evenly.
+    let per_task = (TASK_ROWS / group).max(1);
+    let mut units: Vec<(usize, usize)> = Vec::new();
+    let mut tasks: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
+    for g in &groups {
+        let first = units.len();
+        units.extend(g.iter().flat_map(|&j| (0..rows[j]).map(move |i| (j, i))));
+        let count = units.len() - first;
+        let pieces = count.div_ceil(per_task);
+        let size = count.div_ceil(pieces);
+        for start in (first..units.len()).step_by(size) {
+            let piece = start..(start + size).min(units.len());
+            tasks.extend((0..kv_heads).map(|kvh| (piece.clone(), kvh)));
+        }
     }
     let outs: Vec<SendPtr<f32>> = seqs
         .iter_mut()
@@ -169,17 +208,11 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
         .collect();
     let seqs = &*seqs;
     let task = |t: usize| {
-        let (j, idx) = tasks[t];
-        let seq = &seqs[j];
-        let (i, kvh) = (idx / kv_heads, idx % kv_heads);
-        let q = &seq.queries[i * row + kvh * group * d..][..group * d];
-        // SAFETY: task `(j, idx)` writes floats `idx · group · d ..` of sequence `j`'s
-        // output (`[n, heads · d]` = `n · kv_heads` such pieces, checked), which no other task
-        // touches; the output is borrowed mutably for the call.
-        let out = unsafe {
-            std::slice::from_raw_parts_mut(outs[j].get().add(idx * group * d), group * d)
-        };
-        group_rows(isa, cfg, q, seq.past + i, kvh, seq.keys, seq.values, out);
+        let (piece, kvh) = &tasks[t];
+        // SAFETY: the tasks' (new row, kv head) pairs are disjoint, and each writes only the
+        // outputs of its own pairs (`decode_task`'s contract); the outputs are borrowed
+        // mutably for the call and no one else touches them meanwhile.
+        unsafe { decode_task(isa, cfg, seqs, &outs, &units[piece.clone()], *kvh) };
     };
     if work >= PARALLEL_MIN_FMAS {
         team::for_each(tasks.len(), &task);
@@ -188,10 +221,21 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
     }
 }
 
+/// Query rows a decode task takes at most (fewer when a new row's query heads do not fill it;
+/// at least one new row's): enough to share each load of a shared key or value widely, few
+/// enough that a group of forks still makes a task per thread.
+const TASK_ROWS: usize = 16;
+
+/// Whether two runs are the same memory (a fork's shared prefix).
+fn same_run(a: &KeysValues<'_>, b: &KeysValues<'_>) -> bool {
+    std::ptr::eq(a.keys, b.keys) && std::ptr::eq(a.values, b.values)
+}
+
 /// Checks a sequence's lengths against `cfg` and returns its number of new rows.
 fn check(cfg: &Attention, seq: &Sequence<'_>) -> usize {
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
     let row = heads * d;
+    let ld = kv_heads * d;
     assert_eq!(
         seq.queries.len() % row,
         0,
@@ -199,15 +243,22 @@ fn check(cfg: &Attention, seq: &Sequence<'_>) -> usize {
     );
     let n = seq.queries.len() / row;
     let len = seq.past + n;
-    assert_eq!(
-        seq.keys.len(),
-        len * kv_heads * d,
-        "attend: keys are not [{len}, {kv_heads}, {d}]"
+    let (shared, own) = (&seq.shared, &seq.own);
+    assert!(
+        shared.keys.len() % ld == 0 && shared.keys.len() / ld <= seq.past,
+        "attend: the shared keys are not [≤ {}, {kv_heads}, {d}]",
+        seq.past
     );
+    let own_len = len - shared.keys.len() / ld;
     assert_eq!(
-        seq.values.len(),
-        seq.keys.len(),
-        "attend: values are not [{len}, {kv_heads}, {d}]"
+        own.keys.len(),
+        own_len * ld,
+        "attend: keys are not [{own_len}, {kv_heads}, {d}] after {} shared",
+        shared.keys.len() / ld
+    );
+    assert!(
+        shared.values.len() == shared.keys.len() && own.values.len() == own.keys.len(),
+        "attend: values are not as long as keys"
     );
     assert_eq!(seq.out.len(), n * row, "attend: out is not [{n}, {row}]");
     n
@@ -225,78 +276,305 @@ fn visible(cfg: &Attention, p: usize) -> std::ops::Range<usize> {
     lo..p + 1
 }
 
-/// The `group` query heads `q` (`[group, d]`) at position `p` that share kv head `kvh`, into
-/// `out` (`[group, d]`).
+/// A sequence's keys and values: positions `..split` in `shared`, the rest in `own`.
+#[derive(Debug, Clone, Copy)]
+struct Runs<'a> {
+    shared: KeysValues<'a>,
+    own: KeysValues<'a>,
+    split: usize,
+}
+
+impl<'a> Runs<'a> {
+    /// The runs of `seq` (`ld` floats per position).
+    fn of(seq: &Sequence<'a>, ld: usize) -> Self {
+        Runs {
+            shared: seq.shared,
+            own: seq.own,
+            split: seq.shared.keys.len() / ld,
+        }
+    }
+
+    /// The key row (`ld` floats, every kv head) of position `t`.
+    fn position(&self, t: usize, ld: usize) -> &'a [f32] {
+        match t.checked_sub(self.split) {
+            None => &self.shared.keys[t * ld..][..ld],
+            Some(t) => &self.own.keys[t * ld..][..ld],
+        }
+    }
+}
+
+/// Query rows per score product: a decode tile's rows.
+const SCORE_ROWS: usize = 8;
+/// Positions per block of the score products: every block's keys stay in L1 while all the
+/// task's rows take them.
+const SCORE_POSITIONS: usize = 64;
+
+/// Scores `out[r · ldo + (t − t0)] = reference_dot(q_r, k_t)` of the `m` packed rows `q`
+/// (`[m, d]`) for the positions `t0..t1` of one run, whose first position's kv head starts
+/// at `keys` (`ld` floats per position).
+///
+/// # Safety
+/// `isa` is available; `keys` is readable for positions `t0..t1` at stride `ld` (`d` floats
+/// each); `out` is writable for `m` rows of `t1 − t0` floats at stride `ldo` and nobody else
+/// touches them.
 #[allow(clippy::too_many_arguments)]
-fn group_rows(
+unsafe fn score_run(
+    isa: Isa,
+    q: &[f32],
+    d: usize,
+    keys: *const f32,
+    ld: usize,
+    count: usize,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let m = q.len() / d;
+    let mut scratch = Vec::new();
+    for c0 in (0..count).step_by(SCORE_POSITIONS) {
+        let c1 = (c0 + SCORE_POSITIONS).min(count);
+        for r0 in (0..m).step_by(SCORE_ROWS) {
+            let g = Gemm {
+                x: q[r0 * d..].as_ptr(),
+                ldx: d,
+                m: (m - r0).min(SCORE_ROWS),
+                k: d,
+                w: keys.cast(),
+                ldw: ld * 4,
+                dtype: Dtype::F32,
+                bias: std::ptr::null(),
+                out: out.add(r0 * ldo),
+                ldo,
+                ahead_cols: PREFETCH_POSITIONS,
+            };
+            simd::gemm_cols(isa, &g, c0, c1, &mut scratch);
+        }
+    }
+}
+
+/// Adds each row's weighted sum of the values of `runs.split..` and, before it, of `..split`
+/// (rows sorted by position, `scores[t − base]` for their visible `t`): one chain per output
+/// element in increasing `t` across the runs, the chain of one run alone.
+///
+/// # Safety
+/// `isa` is available; the rows hold the contract of `simd::attn_sums` for the values of kv
+/// head `kvh` (`ld` floats per position, `d` per head) of `runs`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sums_over_runs(
+    isa: Isa,
+    rows: &[AttnRow],
+    base: usize,
+    runs: &Runs<'_>,
+    kvh: usize,
+    ld: usize,
+    d: usize,
+    ahead: usize,
+) {
+    sums_shared(isa, rows, base, runs, kvh, ld, d, ahead);
+    sums_own(isa, rows, base, runs, kvh, ld, d, ahead);
+}
+
+/// The first part of [`sums_over_runs`]: each row's positions before `runs.split`.
+///
+/// # Safety
+/// As [`sums_over_runs`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn sums_shared(
+    isa: Isa,
+    rows: &[AttnRow],
+    base: usize,
+    runs: &Runs<'_>,
+    kvh: usize,
+    ld: usize,
+    d: usize,
+    ahead: usize,
+) {
+    let split = runs.split;
+    let head: Vec<AttnRow> = rows
+        .iter()
+        .filter(|r| r.lo < split)
+        .map(|r| AttnRow {
+            hi: r.hi.min(split),
+            ..*r
+        })
+        .collect();
+    if head.is_empty() {
+        return;
+    }
+    let v = Values {
+        v: runs.shared.values[kvh * d..].as_ptr(),
+        ldv: ld,
+        d,
+        ahead,
+    };
+    simd::attn_sums(isa, &head, base, &v);
+}
+
+/// The second part of [`sums_over_runs`]: each row's positions from `runs.split` on (every
+/// row sees some: its own position is one).
+///
+/// # Safety
+/// As [`sums_over_runs`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn sums_own(
+    isa: Isa,
+    rows: &[AttnRow],
+    base: usize,
+    runs: &Runs<'_>,
+    kvh: usize,
+    ld: usize,
+    d: usize,
+    ahead: usize,
+) {
+    let split = runs.split;
+    // Positions renumbered from `split`: `scores'[t' − base']` is `scores[t − base]`.
+    let from = base.max(split);
+    let tail: Vec<AttnRow> = rows
+        .iter()
+        .map(|r| AttnRow {
+            lo: r.lo.max(split) - split,
+            hi: r.hi - split,
+            scores: r.scores.add(from - base),
+            ..*r
+        })
+        .collect();
+    let v = Values {
+        v: runs.own.values[kvh * d..].as_ptr(),
+        ldv: ld,
+        d,
+        ahead,
+    };
+    simd::attn_sums(isa, &tail, from - split, &v);
+}
+
+/// One task of the decode path: the new rows `units` (`(sequence, row)` pairs, each
+/// sequence's rows consecutive, all the sequences sharing one run) for kv head `kvh`, each
+/// new row's `group` query heads of that kv head. The scores of all rows against the shared
+/// run come from one pass over its keys, then each sequence's against its own run; the
+/// softmax of each row over exactly its visible scores; then the weighted sums of all rows
+/// over the shared values in one pass, and each sequence's over its own
+/// ([`sums_over_runs`]). Every score, exponential and chain is the one-row step's, so the
+/// bits do not depend on who shares the task.
+///
+/// # Safety
+/// `isa` is available; every sequence passed [`check`] and its output starts at `outs[j]`;
+/// no one else reads or writes the outputs of these (row, kv head) pairs meanwhile.
+unsafe fn decode_task(
     isa: Isa,
     cfg: &Attention,
-    q: &[f32],
-    p: usize,
+    seqs: &[Sequence<'_>],
+    outs: &[SendPtr<f32>],
+    units: &[(usize, usize)],
     kvh: usize,
-    keys: &[f32],
-    values: &[f32],
-    out: &mut [f32],
 ) {
-    let (d, kv_heads) = (cfg.head_dim, cfg.kv_heads);
-    let group = q.len() / d;
-    let seen = visible(cfg, p);
-    let nt = seen.len();
-    let ld = kv_heads * d;
-    let first = seen.start * ld + kvh * d;
-    let mut scores = vec![0f32; group * nt];
-    let g = Gemm {
-        x: q.as_ptr(),
-        ldx: d,
-        m: group,
-        k: d,
-        w: keys[first..].as_ptr().cast(),
-        ldw: ld * 4,
-        dtype: Dtype::F32,
-        bias: std::ptr::null(),
-        out: scores.as_mut_ptr(),
-        ldo: nt,
-        ahead_cols: PREFETCH_POSITIONS,
-    };
-    // Rows `t < nt` of `keys[first..]` at stride `ld` end at `first + (nt-1)*ld + d`
-    // = `p*ld + kvh*d + d <= (past+n)*ld`: inside `keys` (checked by the caller's asserts).
-    debug_assert!(first + (nt - 1) * ld + d <= keys.len());
-    // SAFETY: `isa` is available (asserted by the caller); `q` holds `group` rows of `d`
-    // floats; the key rows are inside `keys` (above); `scores` holds `group × nt` floats and is
-    // owned here.
-    unsafe { simd::gemm_cols(isa, &g, 0, nt, &mut Vec::new()) };
-
-    // The `group` rows see the same positions: their weighted sums share each load of a
-    // value (`simd::attn_sums`, the same chains as one row alone).
-    let mut z = Vec::with_capacity(group);
-    let mut descs = Vec::with_capacity(group);
-    out.fill(0.0);
-    let (sp, op) = (scores.as_mut_ptr(), out.as_mut_ptr());
-    for r in 0..group {
-        // SAFETY: row `r`'s `nt` scores and `d` outputs are in bounds and its own.
-        let s = unsafe { std::slice::from_raw_parts_mut(sp.add(r * nt), nt) };
+    let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
+    let (group, row, ld) = (heads / kv_heads, heads * d, kv_heads * d);
+    let m = units.len() * group;
+    let mut q = Vec::with_capacity(m * d);
+    // (sequence, position, output) of every query row, in the order of `q`.
+    let mut rows = Vec::with_capacity(m);
+    for &(j, i) in units {
+        let seq = &seqs[j];
+        q.extend_from_slice(&seq.queries[i * row + kvh * group * d..][..group * d]);
+        for r in 0..group {
+            let out = outs[j].get().add(i * row + (kvh * group + r) * d);
+            rows.push((j, seq.past + i, out));
+        }
+    }
+    let runs = Runs::of(&seqs[units[0].0], ld);
+    let split = runs.split;
+    let base = rows
+        .iter()
+        .map(|r| visible(cfg, r.1).start)
+        .min()
+        .unwrap_or(0);
+    let ldo = rows.iter().map(|r| r.1 + 1).max().unwrap_or(0) - base;
+    let mut scores = vec![0f32; m * ldo];
+    let sp = scores.as_mut_ptr();
+    if base < split {
+        score_run(
+            isa,
+            &q,
+            d,
+            runs.shared.keys[base * ld + kvh * d..].as_ptr(),
+            ld,
+            split - base,
+            sp,
+            ldo,
+        );
+    }
+    // Each sequence's rows (consecutive) against its own run.
+    let mut r0 = 0;
+    while r0 < m {
+        let j = rows[r0].0;
+        let r1 = r0 + rows[r0..].iter().take_while(|r| r.0 == j).count();
+        let mine = &rows[r0..r1];
+        let from = mine
+            .iter()
+            .map(|r| visible(cfg, r.1).start)
+            .min()
+            .unwrap_or(0);
+        let from = from.max(split);
+        let to = mine.iter().map(|r| r.1 + 1).max().unwrap_or(from);
+        score_run(
+            isa,
+            &q[r0 * d..r1 * d],
+            d,
+            seqs[j].own.keys[(from - split) * ld + kvh * d..].as_ptr(),
+            ld,
+            to - from,
+            sp.add(r0 * ldo + from - base),
+            ldo,
+        );
+        r0 = r1;
+    }
+    let mut z = Vec::with_capacity(m);
+    let mut descs = Vec::with_capacity(m);
+    for (r, &(_, p, out)) in rows.iter().enumerate() {
+        let seen = visible(cfg, p);
+        let s = std::slice::from_raw_parts_mut(sp.add(r * ldo + seen.start - base), seen.len());
         z.push(softmax_numerators(isa, cfg, s));
+        std::slice::from_raw_parts_mut(out, d).fill(0.0);
         descs.push(AttnRow {
             q: std::ptr::null(),
             lo: seen.start,
             hi: seen.end,
-            // SAFETY: as above.
-            scores: unsafe { sp.add(r * nt) },
-            out: unsafe { op.add(r * d) },
+            scores: sp.add(r * ldo),
+            out,
         });
     }
-    let v = Values {
-        v: values[kvh * d..].as_ptr(),
-        ldv: ld,
+    // The shared run's sums for every row at once (sorted by position, as the sums need),
+    // then each sequence's own.
+    let mut by_position: Vec<AttnRow> = descs.clone();
+    by_position.sort_by_key(|r| (r.lo, r.hi));
+    sums_shared(
+        isa,
+        &by_position,
+        base,
+        &runs,
+        kvh,
+        ld,
         d,
-        ahead: PREFETCH_POSITIONS,
-    };
-    // SAFETY: `isa` is available; each row's scores are `scores[t - seen.start]` for its
-    // visible `t` (`base = seen.start`), its output is its own `d` zeroed floats; the values
-    // of the visible positions lie inside `values` (as the keys, checked above).
-    unsafe { simd::attn_sums(isa, &descs, seen.start, &v) };
-    for (o, z) in out.chunks_mut(d).zip(z) {
-        for v in o {
+        PREFETCH_POSITIONS,
+    );
+    let mut r0 = 0;
+    while r0 < m {
+        let j = rows[r0].0;
+        let r1 = r0 + rows[r0..].iter().take_while(|r| r.0 == j).count();
+        let runs = Runs::of(&seqs[j], ld);
+        sums_own(
+            isa,
+            &descs[r0..r1],
+            base,
+            &runs,
+            kvh,
+            ld,
+            d,
+            PREFETCH_POSITIONS,
+        );
+        r0 = r1;
+    }
+    for (&(_, _, out), z) in rows.iter().zip(z) {
+        for v in std::slice::from_raw_parts_mut(out, d) {
             *v /= z;
         }
     }
@@ -391,10 +669,10 @@ thread_local! {
 /// path). Every step of a row is the one-row path's step, so the bits are the
 /// same. Tasks split the query positions, never the keys.
 fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
-    let (queries, past, keys, values) = (seq.queries, seq.past, seq.keys, seq.values);
-    let out = &mut *seq.out;
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
-    let row = heads * d;
+    let (row, ld) = (heads * d, kv_heads * d);
+    let (queries, past, runs) = (seq.queries, seq.past, Runs::of(seq, ld));
+    let out = &mut *seq.out;
     let n = queries.len() / row;
     let len = past + n;
     let chunks = d.div_ceil(LANES);
@@ -404,11 +682,10 @@ fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
     let nb = len.div_ceil(LANES) - first;
     let head_len = nb * dp * LANES;
     let mut kt = vec![0f32; kv_heads * head_len];
-    let ld = kv_heads * d;
     let transpose = |(kvh, kt): (usize, &mut [f32])| {
         for t in first * LANES..len {
             let (b, lane) = (t / LANES - first, t % LANES);
-            let key = &keys[t * ld + kvh * d..][..d];
+            let key = &runs.position(t, ld)[kvh * d..][..d];
             let block = &mut kt[b * dp * LANES..][..dp * LANES];
             for (i, &k) in key.iter().enumerate() {
                 block[i * LANES + lane] = k;
@@ -434,7 +711,7 @@ fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
                 past + i0,
                 &kt,
                 first,
-                values,
+                &runs,
                 chunk,
                 qbuf,
                 sbuf,
@@ -461,7 +738,7 @@ fn block_task(
     p0: usize,
     kt: &[f32],
     first: usize,
-    values: &[f32],
+    runs: &Runs<'_>,
     out: &mut [f32],
     qbuf: &mut Vec<f32>,
     sbuf: &mut Vec<f32>,
@@ -527,17 +804,10 @@ fn block_task(
             };
             z.push(softmax_numerators(isa, cfg, s));
         }
-        let v = Values {
-            v: values[kvh * d..].as_ptr(),
-            ldv: ld,
-            d,
-            ahead: 0,
-        };
-        debug_assert!(values.len() >= (descs[rows - 1].hi - 1) * ld + kvh * d + d);
         // SAFETY: `isa` is available; each row's scores cover its visible range (above), its
         // output is its own `d` floats of `out`, zeroed; the values of every visible position
-        // lie inside `values` (`attend_on` checked its length for `past + n` positions).
-        unsafe { simd::attn_sums(isa, &descs, base, &v) };
+        // lie inside the runs (`check` matched their lengths with `past + n` positions).
+        unsafe { sums_over_runs(isa, &descs, base, runs, kvh, ld, d, 0) };
         for (desc, &z) in descs.iter().zip(&z) {
             // SAFETY: the row's own `d` outputs (above).
             let o = unsafe { std::slice::from_raw_parts_mut(desc.out, d) };

@@ -1,7 +1,7 @@
 //! `attend`: a chunk of `n` query rows equals `n` single steps bit for bit, matches a plain f64
 //! softmax attention, and honours GQA, sliding windows and soft caps.
 
-use sieve_kernels::{attend, attend_many, Attention, Isa, Sequence};
+use sieve_kernels::{attend, attend_many, Attention, Isa, KeysValues, Sequence};
 
 struct Rng(u64);
 
@@ -275,8 +275,8 @@ fn a_batch_of_sequences_equals_each_alone() {
                     .map(|((past, q, k, v), out)| Sequence {
                         queries: q,
                         past: *past,
-                        keys: k,
-                        values: v,
+                        shared: KeysValues::default(),
+                        own: KeysValues { keys: k, values: v },
                         out,
                     })
                     .collect();
@@ -288,6 +288,110 @@ fn a_batch_of_sequences_equals_each_alone() {
                         "{cfg:?} count={count} threads={threads} seq={j}"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// Forks of one prompt hand `attend_many` the prompt's keys and values as one shared run
+/// and their own later positions as a second: every fork gets exactly what `attend` gives it
+/// with all its keys in one buffer. The forks have advanced by different amounts, some are
+/// decoding and some verifying several rows (the blocked path from 8), they share the call
+/// with a sequence of its own, and a second group of forks shares another prompt.
+#[test]
+fn forks_reading_a_shared_prompt_equal_each_alone() {
+    let mut rng = Rng(91);
+    for cfg in configs() {
+        let kv_row = cfg.kv_heads * cfg.head_dim;
+        let row = cfg.heads * cfg.head_dim;
+        for prompt in [1, 9, 40, 300] {
+            // Two prompts; per fork: (which prompt, own positions before, new rows).
+            let prompts: Vec<(Vec<f32>, Vec<f32>)> = (0..2)
+                .map(|_| (rng.vec(prompt * kv_row, 2.0), rng.vec(prompt * kv_row, 1.0)))
+                .collect();
+            let forks = [
+                (0, 0, 1),
+                (0, 3, 1),
+                (1, 0, 1),
+                (0, 0, 1),
+                (0, 7, 2),
+                (1, 20, 1),
+                (0, 1, 9),
+                (0, 2, 1),
+                (1, 5, 3),
+            ];
+            let seqs: Vec<_> = forks
+                .iter()
+                .map(|&(which, before, n)| {
+                    let own = before + n;
+                    let q = rng.vec(n * row, 2.0);
+                    let k = rng.vec(own * kv_row, 2.0);
+                    let v = rng.vec(own * kv_row, 1.0);
+                    (which, prompt + before, q, k, v)
+                })
+                .collect();
+            // A sequence of its own rides along.
+            let lone_past = 33;
+            let lone_q = rng.vec(row, 2.0);
+            let lone_k = rng.vec((lone_past + 1) * kv_row, 2.0);
+            let lone_v = rng.vec((lone_past + 1) * kv_row, 1.0);
+            let alone: Vec<Vec<f32>> = seqs
+                .iter()
+                .map(|(which, past, q, k, v)| {
+                    let (pk, pv) = &prompts[*which];
+                    let keys = [pk.as_slice(), k].concat();
+                    let values = [pv.as_slice(), v].concat();
+                    let mut out = vec![0f32; q.len()];
+                    attend(&cfg, q, *past, &keys, &values, &mut out);
+                    out
+                })
+                .collect();
+            let mut lone_alone = vec![0f32; row];
+            attend(&cfg, &lone_q, lone_past, &lone_k, &lone_v, &mut lone_alone);
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut outs: Vec<Vec<f32>> = seqs.iter().map(|s| vec![9f32; s.2.len()]).collect();
+                let mut lone_out = vec![9f32; row];
+                let mut jobs: Vec<Sequence<'_>> = seqs
+                    .iter()
+                    .zip(outs.iter_mut())
+                    .map(|((which, past, q, k, v), out)| Sequence {
+                        queries: q,
+                        past: *past,
+                        shared: KeysValues {
+                            keys: &prompts[*which].0,
+                            values: &prompts[*which].1,
+                        },
+                        own: KeysValues { keys: k, values: v },
+                        out,
+                    })
+                    .collect();
+                jobs.insert(
+                    2,
+                    Sequence {
+                        queries: &lone_q,
+                        past: lone_past,
+                        shared: KeysValues::default(),
+                        own: KeysValues {
+                            keys: &lone_k,
+                            values: &lone_v,
+                        },
+                        out: &mut lone_out,
+                    },
+                );
+                pool.install(|| attend_many(&cfg, &mut jobs));
+                drop(jobs);
+                for (j, (got, want)) in outs.iter().zip(&alone).enumerate() {
+                    assert_eq!(
+                        bits(got),
+                        bits(want),
+                        "{cfg:?} prompt={prompt} threads={threads} fork={j}"
+                    );
+                }
+                assert_eq!(bits(&lone_out), bits(&lone_alone), "{cfg:?} the lone one");
             }
         }
     }

@@ -259,12 +259,12 @@ impl<B: Backend> Attention<B> {
         for seq in seqs.iter() {
             let (queries, q_tail) = q.split_at(seq.rows * h * d);
             let (out, out_tail) = std::mem::take(&mut rest).split_at_mut(seq.rows * h * d);
-            let (keys, values) = seq.cache.host();
+            let (shared, own) = seq.cache.host();
             jobs.push(kernels::Sequence {
                 queries,
                 past: seq.past,
-                keys,
-                values,
+                shared,
+                own,
                 out,
             });
             (q, rest) = (q_tail, out_tail);

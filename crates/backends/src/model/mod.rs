@@ -254,9 +254,11 @@ impl<B: Backend> BatchModel for Model<B> {
     }
 
     fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
-        // Burn tensors are reference-counted and never written in place by the cache (an
-        // append makes new tensors), so the copy shares the prompt's keys and values.
-        let copy = self.pooled(seq)?.clone();
+        self.pooled(seq)?;
+        let copy = match self.pool.get_mut(seq.0 as usize) {
+            Some(Some(cache)) => cache.fork(),
+            _ => unreachable!("pooled above"),
+        };
         Ok(self.insert(copy))
     }
 
