@@ -197,9 +197,12 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
         let count = units.len() - first;
         let pieces = count.div_ceil(per_task);
         let size = count.div_ceil(pieces);
-        for start in (first..units.len()).step_by(size) {
-            let piece = start..(start + size).min(units.len());
-            tasks.extend((0..kv_heads).map(|kvh| (piece.clone(), kvh)));
+        // The pieces of one kv head run side by side, on different threads: the one that
+        // reads a shared position second finds it in the last-level cache.
+        for kvh in 0..kv_heads {
+            for start in (first..units.len()).step_by(size) {
+                tasks.push((start..(start + size).min(units.len()), kvh));
+            }
         }
     }
     let outs: Vec<SendPtr<f32>> = seqs

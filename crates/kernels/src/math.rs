@@ -56,7 +56,7 @@ pub fn silu(x: f32) -> f32 {
 }
 
 /// Below this many elements [`silu_mul`] stays on the calling thread.
-const PARALLEL_MIN: usize = 1 << 16;
+const PARALLEL_MIN: usize = 1 << 13;
 
 /// `gate[i] = silu(gate[i]) · up[i]` (SwiGLU's gating), split over the kernels'
 /// threads for long buffers; each element is computed alone, so the split changes nothing.
