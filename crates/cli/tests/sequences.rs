@@ -80,12 +80,45 @@ fn bench_model_times_batches() {
     assert_eq!(batches[1]["batch"], 3);
     assert_eq!(batches[0]["speedup"], 1.0);
     for b in batches {
+        assert_eq!(b["prompts"], "forked", "{b}");
         assert!(b["tokens_per_s"].as_f64().unwrap() > 0.0, "{b}");
         assert!(
             b["step_p90_ms"].as_f64() >= b["step_median_ms"].as_f64(),
             "{b}"
         );
     }
+    // Each sequence prefilled alone: the same report, marked.
+    let separate = ok_json(&[
+        "bench",
+        "model",
+        "--model",
+        "embedded",
+        "--prompt-len",
+        "8",
+        "--gen",
+        "3",
+        "--batch",
+        "2",
+        "--separate-prompts",
+        "--json",
+    ]);
+    let batches = separate["batches"].as_array().unwrap();
+    assert_eq!(
+        (batches[0]["batch"].clone(), batches[0]["prompts"].clone()),
+        (2.into(), "separate".into())
+    );
+    let out = sieve(&[
+        "bench",
+        "model",
+        "--model",
+        "embedded",
+        "--separate-prompts",
+    ]);
+    assert_eq!(
+        out.code, 2,
+        "--separate-prompts without --batch: {}",
+        out.stderr
+    );
     // Without --batch the report has no batches.
     let plain = ok_json(&[
         "bench",

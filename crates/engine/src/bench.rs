@@ -125,7 +125,18 @@ impl BatchTimings {
     }
 }
 
-/// Prefills `prompt` once, forks it into `batch` sequences, then times `decode_tokens` steps
+/// How the sequences of [`time_batch`] come by their prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchPrompts {
+    /// One sequence prefills the prompt and the others are its forks (parallel samples,
+    /// beams, the server's `n`): the model may hold the prompt's cache once for all of them.
+    Forked,
+    /// Every sequence prefills the prompt itself, so none shares a cache: what as many
+    /// different prompts cost a step.
+    Separate,
+}
+
+/// Gives `batch` sequences the prompt (see [`BatchPrompts`]), then times `decode_tokens` steps
 /// that each feed every sequence the argmax of its previous logits, all in one
 /// [`BatchModel::step`]. The sequences are closed at the end.
 ///
@@ -137,6 +148,7 @@ pub fn time_batch(
     prompt: &[u32],
     decode_tokens: usize,
     batch: usize,
+    prompts: BatchPrompts,
 ) -> Result<BatchTimings> {
     check_fits(prompt, decode_tokens, model.context_len())?;
     let first = model.open();
@@ -147,7 +159,14 @@ pub fn time_batch(
             .pop()
             .unwrap_or_default();
         for _ in 1..batch {
-            seqs.push(model.fork(first)?);
+            let seq = match prompts {
+                BatchPrompts::Forked => model.fork(first)?,
+                BatchPrompts::Separate => model.open(),
+            };
+            seqs.push(seq);
+            if prompts == BatchPrompts::Separate {
+                model.step(&[Feed::last(seq, prompt)])?;
+            }
         }
         let mut next = vec![argmax(&logits); batch];
         let mut decode = Vec::with_capacity(decode_tokens);

@@ -8,7 +8,8 @@
 //! bytes of weights a decode step reads over the machine's read bandwidth measured with all
 //! cores (`bench::bandwidth`), with the ratio; the load time and the peak resident memory.
 //! With `--batch 1,4,8`, the prompt is also prefilled once and forked into that many
-//! sequences, and `--gen` steps each decode one token of every sequence in one forward pass
+//! sequences (or, with `--separate-prompts`, prefilled by each sequence itself, so no cache is
+//! shared), and `--gen` steps each decode one token of every sequence in one forward pass
 //! (`sieve_engine::time_batch`): the aggregate tokens/s per batch size, and its ratio to one
 //! sequence.
 
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use sieve_engine::{time_batch, time_model};
+use sieve_engine::{time_batch, time_model, BatchPrompts};
 
 use super::bandwidth::{peak_rss, read_bandwidth};
 use super::speculative::{compare as compare_speculative, SpeculativeReport};
@@ -54,6 +55,10 @@ pub struct BenchModelArgs {
     /// (e.g. 1,4,8): aggregate tokens/s per batch size
     #[arg(long, value_name = "SIZES")]
     pub batch: Option<String>,
+    /// With --batch, every sequence prefills the prompt itself instead of being a fork of one
+    /// prefilled sequence: no shared cache, what as many different prompts cost
+    #[arg(long = "separate-prompts", requires = "batch")]
+    pub separate_prompts: bool,
     /// The prompt as text (encoded with the tokenizer) instead of --prompt-len synthetic ids
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
@@ -76,6 +81,9 @@ pub struct BenchModelArgs {
 pub struct BatchReport {
     /// Sequences per decode step.
     pub batch: usize,
+    /// `"forked"` (forks of one prefilled sequence, sharing its cache) or `"separate"`
+    /// (`--separate-prompts`: each prefilled alone).
+    pub prompts: &'static str,
     /// Median step, ms.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub step_median_ms: f64,
@@ -216,8 +224,12 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         .decode_step_ms()
         .ok_or_else(|| Failure::usage("no decode step"))?;
     let mut batches = Vec::new();
+    let (prompts, prompts_name) = match args.separate_prompts {
+        true => (BatchPrompts::Separate, "separate"),
+        false => (BatchPrompts::Forked, "forked"),
+    };
     for &batch in &sizes {
-        let t = time_batch(&mut open.model, &prompt, args.generate, batch)
+        let t = time_batch(&mut open.model, &prompt, args.generate, batch, prompts)
             .map_err(anyhow::Error::new)
             .runtime()?;
         let step = t
@@ -225,6 +237,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             .ok_or_else(|| Failure::usage("no decode step"))?;
         batches.push(BatchReport {
             batch,
+            prompts: prompts_name,
             step_median_ms: step.median,
             step_p90_ms: step.p90,
             tokens_per_s: t.tokens_per_second(),
@@ -350,8 +363,8 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         for b in &report.batches {
             let _ = writeln!(
                 text,
-                "batch {:>3}: median {:.2} ms, p90 {:.2} ms per step: {:.1} tokens/s ({:.2}× one sequence)",
-                b.batch, b.step_median_ms, b.step_p90_ms, b.tokens_per_s, b.speedup
+                "batch {:>3} ({} prompts): median {:.2} ms, p90 {:.2} ms per step: {:.1} tokens/s ({:.2}× one sequence)",
+                b.batch, b.prompts, b.step_median_ms, b.step_p90_ms, b.tokens_per_s, b.speedup
             );
         }
         text
