@@ -15,13 +15,16 @@
 //! Only the visible keys take part (no `-inf` padding). Reference: HF transformers'
 //! `eager_attention_forward`.
 //!
-//! Two paths compute those same steps. A few query rows (decode) take each row's kv head
-//! alone: the scores of the query heads sharing it through the matrix-product tiles, then
-//! their weighted sums sharing each load of a value (`simd::attn_sums`); [`attend_many`] runs
-//! the (sequence, row, kv head) pieces of a whole batch in one parallel section. Many rows
-//! (prefill, from [`BLOCKED_MIN_ROWS`]) take the blocked path ([`blocked`]): keys transposed
-//! once per call, [`BLOCK_POSITIONS`] positions per task, several query rows sharing every
-//! load of a key or value block (see `simd::attn` for why each score and each sum keeps the
+//! Two paths compute those same steps. A few query rows (decode) take one kv head per task
+//! ([`decode_task`]): the scores of the query heads sharing it through the matrix-product
+//! tiles, then their weighted sums sharing each load of a value (`simd::attn_sums`);
+//! [`attend_many`] runs the pieces of a whole batch in one parallel section, and the rows of
+//! forks that hold the same prompt (a shared run of keys and values, [`Sequence::shared`])
+//! share a task, so each shared key and value is read once for all of them: a chain over the
+//! shared run continues over the fork's own run, the steps of one buffer. Many rows (prefill,
+//! from [`BLOCKED_MIN_ROWS`]) take the blocked path ([`blocked`]): keys transposed once per
+//! call, [`BLOCK_POSITIONS`] positions per task, several query rows sharing every load of a
+//! key or value block (see `simd::attn` for why each score and each sum keeps the
 //! reference's order). Work is split over query rows (and kv heads), never over keys.
 
 use std::cell::RefCell;
