@@ -142,11 +142,11 @@ pub struct Sequence<'a> {
 
 /// [`attend`] for several sequences of one layer (a batched forward pass): each sequence's
 /// outputs are exactly what [`attend`] gives it alone, whoever shares the call and whether
-/// its keys and values come in one run or two. Decode-sized sequences (fewer than
-/// [`BLOCKED_MIN_ROWS`] new rows) share one parallel section: those holding the same
-/// [`Sequence::shared`] run form a group, and a task takes a few of a group's rows for one kv
-/// head, reading each shared key and value once for all of them ([`decode_task`]). Longer
-/// sequences take the blocked path one after the other.
+/// its keys and values come in one run or two. Decode-sized sequences (fewer than 8 new
+/// rows) share one parallel section: those holding the same [`Sequence::shared`] run form a
+/// group, and a task takes up to 16 of a group's query rows for one kv head, reading each
+/// shared key and value once for all of them. Longer sequences take the blocked path one
+/// after the other.
 ///
 /// # Panics
 /// As [`attend`], for any sequence, or if a sequence's `shared` run is longer than its past.
