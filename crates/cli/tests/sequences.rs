@@ -59,21 +59,23 @@ fn a_bad_count_is_a_usage_error() {
     }
 }
 
-#[test]
-fn bench_model_times_batches() {
-    let report = ok_json(&[
+/// `sieve bench model --model embedded --prompt-len 8 --json` with `args`, as JSON.
+fn bench_embedded(args: &[&str]) -> serde_json::Value {
+    let common = [
         "bench",
         "model",
         "--model",
         "embedded",
         "--prompt-len",
         "8",
-        "--gen",
-        "3",
-        "--batch",
-        "1,3",
         "--json",
-    ]);
+    ];
+    ok_json(&[&common[..], args].concat())
+}
+
+#[test]
+fn bench_model_times_batches() {
+    let report = bench_embedded(&["--gen", "3", "--batch", "1,3"]);
     let batches = report["batches"].as_array().unwrap();
     assert_eq!(batches.len(), 2);
     assert_eq!(batches[0]["batch"], 1);
@@ -88,20 +90,7 @@ fn bench_model_times_batches() {
         );
     }
     // Each sequence prefilled alone: the same report, marked.
-    let separate = ok_json(&[
-        "bench",
-        "model",
-        "--model",
-        "embedded",
-        "--prompt-len",
-        "8",
-        "--gen",
-        "3",
-        "--batch",
-        "2",
-        "--separate-prompts",
-        "--json",
-    ]);
+    let separate = bench_embedded(&["--gen", "3", "--batch", "2", "--separate-prompts"]);
     let batches = separate["batches"].as_array().unwrap();
     assert_eq!(
         (batches[0]["batch"].clone(), batches[0]["prompts"].clone()),
@@ -120,17 +109,7 @@ fn bench_model_times_batches() {
         out.stderr
     );
     // Without --batch the report has no batches.
-    let plain = ok_json(&[
-        "bench",
-        "model",
-        "--model",
-        "embedded",
-        "--prompt-len",
-        "8",
-        "--gen",
-        "2",
-        "--json",
-    ]);
+    let plain = bench_embedded(&["--gen", "2"]);
     assert!(plain.get("batches").is_none());
     for bad in ["0", "1,,2", "x", "257"] {
         let out = sieve(&["bench", "model", "--model", "embedded", "--batch", bad]);

@@ -375,17 +375,28 @@ unsafe fn sums_over_runs(
     d: usize,
     ahead: usize,
 ) {
-    sums_shared(isa, rows, base, runs, kvh, ld, d, ahead);
-    sums_own(isa, rows, base, runs, kvh, ld, d, ahead);
+    sums_in(isa, Run::Shared, rows, base, runs, kvh, ld, d, ahead);
+    sums_in(isa, Run::Own, rows, base, runs, kvh, ld, d, ahead);
 }
 
-/// The first part of [`sums_over_runs`]: each row's positions before `runs.split`.
+/// The run a part of [`sums_over_runs`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Each row's positions before `runs.split`.
+    Shared,
+    /// Each row's positions from `runs.split` on (every row sees some: its own position is
+    /// one).
+    Own,
+}
+
+/// One part of [`sums_over_runs`]: the rows' positions in `run`.
 ///
 /// # Safety
 /// As [`sums_over_runs`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn sums_shared(
+unsafe fn sums_in(
     isa: Isa,
+    run: Run,
     rows: &[AttnRow],
     base: usize,
     runs: &Runs<'_>,
@@ -395,61 +406,37 @@ unsafe fn sums_shared(
     ahead: usize,
 ) {
     let split = runs.split;
-    let head: Vec<AttnRow> = rows
-        .iter()
-        .filter(|r| r.lo < split)
-        .map(|r| AttnRow {
-            hi: r.hi.min(split),
-            ..*r
-        })
-        .collect();
-    if head.is_empty() {
+    let (part, base, values): (Vec<AttnRow>, usize, &[f32]) = match run {
+        Run::Shared => {
+            let head = rows.iter().filter(|r| r.lo < split);
+            let head = head.map(|r| AttnRow {
+                hi: r.hi.min(split),
+                ..*r
+            });
+            (head.collect(), base, runs.shared.values)
+        }
+        Run::Own => {
+            // Positions renumbered from `split`: `scores'[t' − base']` is `scores[t − base]`.
+            let from = base.max(split);
+            let tail = rows.iter().map(|r| AttnRow {
+                lo: r.lo.max(split) - split,
+                hi: r.hi - split,
+                scores: r.scores.add(from - base),
+                ..*r
+            });
+            (tail.collect(), from - split, runs.own.values)
+        }
+    };
+    if part.is_empty() {
         return;
     }
     let v = Values {
-        v: runs.shared.values[kvh * d..].as_ptr(),
+        v: values[kvh * d..].as_ptr(),
         ldv: ld,
         d,
         ahead,
     };
-    simd::attn_sums(isa, &head, base, &v);
-}
-
-/// The second part of [`sums_over_runs`]: each row's positions from `runs.split` on (every
-/// row sees some: its own position is one).
-///
-/// # Safety
-/// As [`sums_over_runs`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn sums_own(
-    isa: Isa,
-    rows: &[AttnRow],
-    base: usize,
-    runs: &Runs<'_>,
-    kvh: usize,
-    ld: usize,
-    d: usize,
-    ahead: usize,
-) {
-    let split = runs.split;
-    // Positions renumbered from `split`: `scores'[t' − base']` is `scores[t − base]`.
-    let from = base.max(split);
-    let tail: Vec<AttnRow> = rows
-        .iter()
-        .map(|r| AttnRow {
-            lo: r.lo.max(split) - split,
-            hi: r.hi - split,
-            scores: r.scores.add(from - base),
-            ..*r
-        })
-        .collect();
-    let v = Values {
-        v: runs.own.values[kvh * d..].as_ptr(),
-        ldv: ld,
-        d,
-        ahead,
-    };
-    simd::attn_sums(isa, &tail, from - split, &v);
+    simd::attn_sums(isa, &part, base, &v);
 }
 
 /// One task of the decode path: the new rows `units` (`(sequence, row)` pairs, each
@@ -552,30 +539,33 @@ unsafe fn decode_task(
     // then each sequence's own.
     let mut by_position: Vec<AttnRow> = descs.clone();
     by_position.sort_by_key(|r| (r.lo, r.hi));
-    sums_shared(
+    let ahead = PREFETCH_POSITIONS;
+    sums_in(
         isa,
+        Run::Shared,
         &by_position,
         base,
         &runs,
         kvh,
         ld,
         d,
-        PREFETCH_POSITIONS,
+        ahead,
     );
     let mut r0 = 0;
     while r0 < m {
         let j = rows[r0].0;
         let r1 = r0 + rows[r0..].iter().take_while(|r| r.0 == j).count();
         let runs = Runs::of(&seqs[j], ld);
-        sums_own(
+        sums_in(
             isa,
+            Run::Own,
             &descs[r0..r1],
             base,
             &runs,
             kvh,
             ld,
             d,
-            PREFETCH_POSITIONS,
+            ahead,
         );
         r0 = r1;
     }
