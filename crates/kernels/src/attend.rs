@@ -357,29 +357,7 @@ unsafe fn score_run(
     }
 }
 
-/// Adds each row's weighted sum of the values of `runs.split..` and, before it, of `..split`
-/// (rows sorted by position, `scores[t − base]` for their visible `t`): one chain per output
-/// element in increasing `t` across the runs, the chain of one run alone.
-///
-/// # Safety
-/// `isa` is available; the rows hold the contract of `simd::attn_sums` for the values of kv
-/// head `kvh` (`ld` floats per position, `d` per head) of `runs`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn sums_over_runs(
-    isa: Isa,
-    rows: &[AttnRow],
-    base: usize,
-    runs: &Runs<'_>,
-    kvh: usize,
-    ld: usize,
-    d: usize,
-    ahead: usize,
-) {
-    sums_in(isa, Run::Shared, rows, base, runs, kvh, ld, d, ahead);
-    sums_in(isa, Run::Own, rows, base, runs, kvh, ld, d, ahead);
-}
-
-/// The run a part of [`sums_over_runs`] reads.
+/// The run a part of [`sums_in`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Run {
     /// Each row's positions before `runs.split`.
@@ -389,10 +367,14 @@ enum Run {
     Own,
 }
 
-/// One part of [`sums_over_runs`]: the rows' positions in `run`.
+/// Adds each row's weighted sum of the values of its positions in `run` (rows sorted by
+/// position, `scores[t − base]` for their visible `t`). The shared part then the own part
+/// make one chain per output element in increasing `t` across the runs: the chain of one run
+/// alone.
 ///
 /// # Safety
-/// As [`sums_over_runs`].
+/// `isa` is available; the rows hold the contract of `simd::attn_sums` for the values of kv
+/// head `kvh` (`ld` floats per position, `d` per head) of `runs`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn sums_in(
     isa: Isa,
@@ -445,7 +427,7 @@ unsafe fn sums_in(
 /// run come from one pass over its keys, then each sequence's against its own run; the
 /// softmax of each row over exactly its visible scores; then the weighted sums of all rows
 /// over the shared values in one pass, and each sequence's over its own
-/// ([`sums_over_runs`]). Every score, exponential and chain is the one-row step's, so the
+/// ([`sums_in`]). Every score, exponential and chain is the one-row step's, so the
 /// bits do not depend on who shares the task.
 ///
 /// # Safety
@@ -496,10 +478,16 @@ unsafe fn decode_task(
         );
     }
     // Each sequence's rows (consecutive) against its own run.
-    let mut r0 = 0;
-    while r0 < m {
-        let j = rows[r0].0;
-        let r1 = r0 + rows[r0..].iter().take_while(|r| r.0 == j).count();
+    let per_sequence: Vec<(usize, std::ops::Range<usize>)> = rows
+        .chunk_by(|a, b| a.0 == b.0)
+        .scan(0, |r0, mine| {
+            let range = *r0..*r0 + mine.len();
+            *r0 = range.end;
+            Some((mine[0].0, range))
+        })
+        .collect();
+    for (j, range) in &per_sequence {
+        let (j, r0, r1) = (*j, range.start, range.end);
         let mine = &rows[r0..r1];
         let from = mine
             .iter()
@@ -518,7 +506,6 @@ unsafe fn decode_task(
             sp.add(r0 * ldo + from - base),
             ldo,
         );
-        r0 = r1;
     }
     let mut z = Vec::with_capacity(m);
     let mut descs = Vec::with_capacity(m);
@@ -551,23 +538,10 @@ unsafe fn decode_task(
         d,
         ahead,
     );
-    let mut r0 = 0;
-    while r0 < m {
-        let j = rows[r0].0;
-        let r1 = r0 + rows[r0..].iter().take_while(|r| r.0 == j).count();
+    for (j, range) in per_sequence {
         let runs = Runs::of(&seqs[j], ld);
-        sums_in(
-            isa,
-            Run::Own,
-            &descs[r0..r1],
-            base,
-            &runs,
-            kvh,
-            ld,
-            d,
-            ahead,
-        );
-        r0 = r1;
+        let mine = &descs[range];
+        sums_in(isa, Run::Own, mine, base, &runs, kvh, ld, d, ahead);
     }
     for (&(_, _, out), z) in rows.iter().zip(z) {
         for v in std::slice::from_raw_parts_mut(out, d) {
@@ -803,7 +777,10 @@ fn block_task(
         // SAFETY: `isa` is available; each row's scores cover its visible range (above), its
         // output is its own `d` floats of `out`, zeroed; the values of every visible position
         // lie inside the runs (`check` matched their lengths with `past + n` positions).
-        unsafe { sums_over_runs(isa, &descs, base, runs, kvh, ld, d, 0) };
+        unsafe {
+            sums_in(isa, Run::Shared, &descs, base, runs, kvh, ld, d, 0);
+            sums_in(isa, Run::Own, &descs, base, runs, kvh, ld, d, 0);
+        }
         for (desc, &z) in descs.iter().zip(&z) {
             // SAFETY: the row's own `d` outputs (above).
             let o = unsafe { std::slice::from_raw_parts_mut(desc.out, d) };
