@@ -8,6 +8,18 @@ mod server_support;
 use serde_json::{json, Value};
 use server_support::{fixture_model, generate, plugin, Server};
 
+/// A server of `model` with the grammar plugin and `--tool-call-parser parser`.
+fn grammar_server(model: &str, grammar: &str, parser: &str) -> Server {
+    Server::start(&[
+        "--model",
+        model,
+        "--plugin",
+        grammar,
+        "--tool-call-parser",
+        parser,
+    ])
+}
+
 #[test]
 fn dry_and_top_n_sigma_fields_run_the_plugins() {
     let dry = plugin("sieve-plugin-dry");
@@ -141,14 +153,7 @@ fn a_forced_tool_choice_constrains_the_answer_to_a_call() {
     // Whatever parser the server was started with, a forced call is JSON and comes back as
     // `tool_calls`.
     for parser in ["auto", "hermes", "none"] {
-        let server = Server::start(&[
-            "--model",
-            &model,
-            "--plugin",
-            &grammar,
-            "--tool-call-parser",
-            parser,
-        ]);
+        let server = grammar_server(&model, &grammar, parser);
         for seed in 1..=3 {
             let body = json!({
                 "messages": messages, "tools": tools, "tool_choice": named,
@@ -297,14 +302,7 @@ fn tool_calls_in_the_answer_come_back_as_tool_calls() {
 
     // `--tool-call-parser hermes`: <tool_call> blocks, with the text before them as content
     // (streamed: sent before the tag, the call after).
-    let server = Server::start(&[
-        "--model",
-        &model,
-        "--plugin",
-        &grammar,
-        "--tool-call-parser",
-        "hermes",
-    ]);
+    let server = grammar_server(&model, &grammar, "hermes");
     let answer = "Checking. <tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>";
     let regex: String = answer
         .chars()

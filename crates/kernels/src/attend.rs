@@ -524,20 +524,22 @@ unsafe fn decode_task(
     }
     // The shared run's sums for every row at once (sorted by position, as the sums need),
     // then each sequence's own.
-    let mut by_position: Vec<AttnRow> = descs.clone();
-    by_position.sort_by_key(|r| (r.lo, r.hi));
     let ahead = PREFETCH_POSITIONS;
-    sums_in(
-        isa,
-        Run::Shared,
-        &by_position,
-        base,
-        &runs,
-        kvh,
-        ld,
-        d,
-        ahead,
-    );
+    if base < split {
+        let mut by_position: Vec<AttnRow> = descs.clone();
+        by_position.sort_by_key(|r| (r.lo, r.hi));
+        sums_in(
+            isa,
+            Run::Shared,
+            &by_position,
+            base,
+            &runs,
+            kvh,
+            ld,
+            d,
+            ahead,
+        );
+    }
     for (j, range) in per_sequence {
         let runs = Runs::of(&seqs[j], ld);
         let mine = &descs[range];
