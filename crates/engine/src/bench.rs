@@ -1,10 +1,10 @@
 //! Timing a model without a sampler (for `sieve bench model`): one prefill, then single-token
 //! decode steps that feed back the most likely token ([`time_model`]); or the same decode
-//! steps for several sequences at once ([`time_batch`]).
+//! steps for several batch sizes side by side ([`time_batches`]).
 
 use std::time::{Duration, Instant};
 
-use crate::batch::{BatchModel, Feed};
+use crate::batch::{BatchModel, Feed, SeqId};
 use crate::model::LanguageModel;
 use crate::stats::{tokens_per_second, Summary};
 use crate::{Error, Result};
@@ -101,7 +101,7 @@ pub fn time_model(
     })
 }
 
-/// The timings of [`time_batch`]: decode steps of `batch` sequences at once.
+/// The timings of one size of [`time_batches`]: decode steps of `batch` sequences at once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchTimings {
     /// Sequences per step.
@@ -125,7 +125,7 @@ impl BatchTimings {
     }
 }
 
-/// How the sequences of [`time_batch`] come by their prompt.
+/// How the sequences of [`time_batches`] come by their prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchPrompts {
     /// One sequence prefills the prompt and the others are its forks (parallel samples,
@@ -136,24 +136,73 @@ pub enum BatchPrompts {
     Separate,
 }
 
-/// Gives `batch` sequences the prompt (see [`BatchPrompts`]), then times `decode_tokens` steps
-/// that each feed every sequence the argmax of its previous logits, all in one
-/// [`BatchModel::step`]. The sequences are closed at the end.
+/// Times decode steps of several batch sizes side by side. For each size of `sizes`, a group
+/// of that many sequences gets the prompt (see [`BatchPrompts`]); then come `decode_tokens`
+/// rounds, each timing one step of every group in turn, a step feeding each of its
+/// sequences the argmax of its previous logits, all in one [`BatchModel::step`]. The sizes'
+/// steps are spread over the same stretch of time, so a machine that speeds up or slows
+/// down meanwhile (another tenant, the clock) moves them all alike and their ratios hold.
+/// Every sequence is closed at the end. Returns one [`BatchTimings`] per size, in order.
 ///
 /// # Errors
 /// [`Error::EmptyPrompt`], [`Error::ContextOverflow`] (checked before anything runs), and
 /// the model's errors.
-pub fn time_batch(
+pub fn time_batches(
     model: &mut dyn BatchModel,
     prompt: &[u32],
     decode_tokens: usize,
-    batch: usize,
+    sizes: &[usize],
     prompts: BatchPrompts,
-) -> Result<BatchTimings> {
+) -> Result<Vec<BatchTimings>> {
     check_fits(prompt, decode_tokens, model.context_len())?;
-    let first = model.open();
-    let mut seqs = vec![first];
+    let mut groups: Vec<Group> = Vec::with_capacity(sizes.len());
     let run = (|| {
+        for &batch in sizes {
+            groups.push(Group::default());
+            let group = groups.last_mut().expect("just pushed");
+            group.start(model, prompt, batch, prompts)?;
+        }
+        for _ in 0..decode_tokens {
+            for group in &mut groups {
+                group.step(model)?;
+            }
+        }
+        Ok(())
+    })();
+    let timings = groups
+        .iter()
+        .map(|g| BatchTimings {
+            batch: g.seqs.len(),
+            decode: g.decode.clone(),
+        })
+        .collect();
+    for s in groups.into_iter().flat_map(|g| g.seqs) {
+        model.close(s);
+    }
+    run.map(|()| timings)
+}
+
+/// One batch size's sequences in [`time_batches`], their next tokens and their timed steps.
+#[derive(Debug, Default)]
+struct Group {
+    seqs: Vec<SeqId>,
+    next: Vec<u32>,
+    decode: Vec<Duration>,
+}
+
+impl Group {
+    /// Opens `batch` sequences holding `prompt`: one prefills it and the others fork it, or
+    /// each prefills it itself. Sequences are recorded as soon as they exist (to be closed
+    /// whatever happens next).
+    fn start(
+        &mut self,
+        model: &mut dyn BatchModel,
+        prompt: &[u32],
+        batch: usize,
+        prompts: BatchPrompts,
+    ) -> Result<()> {
+        let first = model.open();
+        self.seqs.push(first);
         let logits = model
             .step(&[Feed::last(first, prompt)])?
             .pop()
@@ -163,30 +212,29 @@ pub fn time_batch(
                 BatchPrompts::Forked => model.fork(first)?,
                 BatchPrompts::Separate => model.open(),
             };
-            seqs.push(seq);
+            self.seqs.push(seq);
             if prompts == BatchPrompts::Separate {
                 model.step(&[Feed::last(seq, prompt)])?;
             }
         }
-        let mut next = vec![argmax(&logits); batch];
-        let mut decode = Vec::with_capacity(decode_tokens);
-        for _ in 0..decode_tokens {
-            let feeds: Vec<Feed<'_>> = seqs
-                .iter()
-                .zip(&next)
-                .map(|(&s, t)| Feed::last(s, std::slice::from_ref(t)))
-                .collect();
-            let t = Instant::now();
-            let rows = model.step(&feeds)?;
-            decode.push(t.elapsed());
-            next = rows.iter().map(|l| argmax(l)).collect();
-        }
-        Ok(BatchTimings { batch, decode })
-    })();
-    for s in seqs {
-        model.close(s);
+        self.next = vec![argmax(&logits); batch];
+        Ok(())
     }
-    run
+
+    /// One timed step of every sequence of the group.
+    fn step(&mut self, model: &mut dyn BatchModel) -> Result<()> {
+        let feeds: Vec<Feed<'_>> = self
+            .seqs
+            .iter()
+            .zip(&self.next)
+            .map(|(&s, t)| Feed::last(s, std::slice::from_ref(t)))
+            .collect();
+        let t = Instant::now();
+        let rows = model.step(&feeds)?;
+        self.decode.push(t.elapsed());
+        self.next = rows.iter().map(|l| argmax(l)).collect();
+        Ok(())
+    }
 }
 
 /// Checks that `prompt` is not empty and that it and `decode_tokens` more fit `context`.

@@ -60,7 +60,7 @@ pub mod stop;
 
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
 pub use beam::{beam_search, BeamOptions, BeamSearch, EarlyStopping, Hypothesis};
-pub use bench::{time_batch, time_model, BatchPrompts, BatchTimings, ModelTimings};
+pub use bench::{time_batches, time_model, BatchPrompts, BatchTimings, ModelTimings};
 pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
 pub use error::{BeamOptionsError, BoxError, Error, Result};

@@ -36,6 +36,8 @@ pub struct HashModel {
     pub salt: u64,
     /// How many times `step` ran.
     pub steps: usize,
+    /// How many feeds each `step` had, in order.
+    pub feeds: Vec<usize>,
     seqs: BTreeMap<u32, Vec<u32>>,
     next: u32,
 }
@@ -49,6 +51,7 @@ impl HashModel {
             sharpness,
             salt,
             steps: 0,
+            feeds: Vec::new(),
             seqs: BTreeMap::new(),
             next: 0,
         }
@@ -140,6 +143,7 @@ impl BatchModel for HashModel {
             }
         }
         self.steps += 1;
+        self.feeds.push(feeds.len());
         let mut out = Vec::with_capacity(feeds.len());
         for feed in feeds {
             let mut history = self.seqs[&feed.seq.0].clone();

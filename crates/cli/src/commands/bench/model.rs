@@ -7,18 +7,19 @@
 //! repeats, the median and p90 decode step with its tokens/s, and beside it the floor: the
 //! bytes of weights a decode step reads over the machine's read bandwidth measured with all
 //! cores (`bench::bandwidth`), with the ratio; the load time and the peak resident memory.
-//! With `--batch 1,4,8`, the prompt is also prefilled once and forked into that many
-//! sequences (or, with `--separate-prompts`, prefilled by each sequence itself, so no cache is
-//! shared), and `--gen` steps each decode one token of every sequence in one forward pass
-//! (`sieve_engine::time_batch`): the aggregate tokens/s per batch size, and its ratio to one
-//! sequence.
+//! With `--batch 1,4,8`, for each size the prompt is also prefilled once and forked into that
+//! many sequences (or, with `--separate-prompts`, prefilled by each sequence itself, so no
+//! cache is shared), and `--gen` rounds each time one step of every size in turn, a step
+//! decoding one token of each of its sequences in one forward pass
+//! (`sieve_engine::time_batches`): the aggregate tokens/s per batch size, and its ratio to
+//! one sequence. The sizes' steps alternate, so a noisy machine moves them all alike.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use sieve_engine::{time_batch, time_model, BatchPrompts};
+use sieve_engine::{time_batches, time_model, BatchPrompts};
 
 use super::bandwidth::{peak_rss, read_bandwidth};
 use super::speculative::{compare as compare_speculative, SpeculativeReport};
@@ -52,7 +53,7 @@ pub struct BenchModelArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Also time decode steps of several sequences at once, for each of these batch sizes
-    /// (e.g. 1,4,8): aggregate tokens/s per batch size
+    /// (e.g. 1,4,8; their steps alternate): aggregate tokens/s per batch size
     #[arg(long, value_name = "SIZES")]
     pub batch: Option<String>,
     /// With --batch, every sequence prefills the prompt itself instead of being a fork of one
@@ -93,8 +94,8 @@ pub struct BatchReport {
     /// Tokens per second over all sequences at the median step.
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub tokens_per_s: f64,
-    /// `tokens_per_s` over that of one sequence in the same run (batch 1's when 1 is among
-    /// the sizes, else the plain decode steps').
+    /// `tokens_per_s` over that of one sequence in the same run (batch 1's, timed in
+    /// alternation with the other sizes, when 1 is among them; else the plain decode steps').
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub speedup: f64,
 }
@@ -228,15 +229,15 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         true => (BatchPrompts::Separate, "separate"),
         false => (BatchPrompts::Forked, "forked"),
     };
-    for &batch in &sizes {
-        let t = time_batch(&mut open.model, &prompt, args.generate, batch, prompts)
-            .map_err(anyhow::Error::new)
-            .runtime()?;
+    let timed = time_batches(&mut open.model, &prompt, args.generate, &sizes, prompts)
+        .map_err(anyhow::Error::new)
+        .runtime()?;
+    for t in &timed {
         let step = t
             .step_ms()
             .ok_or_else(|| Failure::usage("no decode step"))?;
         batches.push(BatchReport {
-            batch,
+            batch: t.batch,
             prompts: prompts_name,
             step_median_ms: step.median,
             step_p90_ms: step.p90,
