@@ -4,7 +4,7 @@
 mod common;
 
 use common::HashModel;
-use sieve_engine::{time_batches, BatchModel, BatchPrompts, Error, Feed, SeqId};
+use sieve_engine::{time_batches, BatchModel, BatchPrompts, Error, SeqId};
 
 /// Whether any of the first `count` handles the model gave out is still open.
 fn any_open(model: &HashModel, count: u32) -> bool {
@@ -51,52 +51,14 @@ fn runs_that_do_not_fit_fail_before_any_step() {
     assert!(matches!(err, Error::EmptyPrompt), "{err}");
 }
 
-/// [`HashModel`] whose step number `fail_at` (from 0) fails.
-struct FailsAt {
-    inner: HashModel,
-    fail_at: usize,
-}
-
-impl BatchModel for FailsAt {
-    fn vocab_size(&self) -> usize {
-        self.inner.vocab_size()
-    }
-    fn context_len(&self) -> usize {
-        self.inner.context_len()
-    }
-    fn open(&mut self) -> SeqId {
-        self.inner.open()
-    }
-    fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
-        self.inner.fork(seq)
-    }
-    fn close(&mut self, seq: SeqId) {
-        self.inner.close(seq)
-    }
-    fn position(&self, seq: SeqId) -> sieve_engine::Result<usize> {
-        self.inner.position(seq)
-    }
-    fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
-        self.inner.truncate(seq, len)
-    }
-    fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
-        match self.inner.steps == self.fail_at {
-            true => Err(Error::EmptyPrompt),
-            false => self.inner.step(feeds),
-        }
-    }
-}
-
 #[test]
 fn a_failing_step_still_closes_every_sequence() {
     // Prefills (2), then the first round (2), then the second round's first step fails:
     // every sequence opened by then is closed.
-    let mut model = FailsAt {
-        inner: HashModel::new(50, 4.0, 4),
-        fail_at: 4,
-    };
+    let mut model = HashModel::new(50, 4.0, 4);
+    model.fail_at = Some(4);
     let err = time_batches(&mut model, &[5, 6, 7], 3, &[1, 2], BatchPrompts::Forked);
-    assert!(matches!(err, Err(Error::EmptyPrompt)));
-    assert_eq!(model.inner.feeds, [1, 1, 1, 2]);
-    assert!(!any_open(&model.inner, 3));
+    assert!(matches!(err, Err(Error::Model(_))));
+    assert_eq!(model.feeds, [1, 1, 1, 2]);
+    assert!(!any_open(&model, 3));
 }

@@ -22,6 +22,14 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+/// A rayon pool of `threads` threads (the kernels' team takes its width from it).
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
 fn configs() -> Vec<Attention> {
     let base = Attention {
         heads: 9,
@@ -205,10 +213,7 @@ fn a_long_chunk_on_threads_equals_single_rows() {
     let k = rng.vec(len * kv_row, 2.0);
     let v = rng.vec(len * kv_row, 1.0);
     for threads in [1, 3] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+        let pool = pool(threads);
         let mut chunk = vec![0f32; n * row];
         pool.install(|| attend(&cfg, &q, past, &k, &v, &mut chunk));
         for i in [0, 1, 7, 8, 150, 299] {
@@ -264,10 +269,7 @@ fn a_batch_of_sequences_equals_each_alone() {
                 })
                 .collect();
             for threads in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
+                let pool = pool(threads);
                 let mut outs: Vec<Vec<f32>> = seqs.iter().map(|s| vec![9f32; s.1.len()]).collect();
                 let mut jobs: Vec<Sequence<'_>> = seqs
                     .iter()
@@ -349,10 +351,7 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
             let mut lone_alone = vec![0f32; row];
             attend(&cfg, &lone_q, lone_past, &lone_k, &lone_v, &mut lone_alone);
             for threads in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
+                let pool = pool(threads);
                 let mut outs: Vec<Vec<f32>> = seqs.iter().map(|s| vec![9f32; s.2.len()]).collect();
                 let mut lone_out = vec![9f32; row];
                 let mut jobs: Vec<Sequence<'_>> = seqs

@@ -38,6 +38,8 @@ pub struct HashModel {
     pub steps: usize,
     /// How many feeds each `step` had, in order.
     pub feeds: Vec<usize>,
+    /// The step (counted from 0, as `steps`) that fails with [`Error::Model`], if any.
+    pub fail_at: Option<usize>,
     seqs: BTreeMap<u32, Vec<u32>>,
     next: u32,
 }
@@ -52,6 +54,7 @@ impl HashModel {
             salt,
             steps: 0,
             feeds: Vec::new(),
+            fail_at: None,
             seqs: BTreeMap::new(),
             next: 0,
         }
@@ -127,6 +130,9 @@ impl BatchModel for HashModel {
     }
 
     fn step(&mut self, feeds: &[Feed<'_>]) -> Result<Vec<Vec<f32>>> {
+        if self.fail_at == Some(self.steps) {
+            return Err(Error::Model("the step set to fail".into()));
+        }
         for (i, feed) in feeds.iter().enumerate() {
             let held = self.position(feed.seq)?;
             if feed.tokens.is_empty() {
