@@ -15,6 +15,10 @@
 //! Only the visible keys take part (no `-inf` padding). Reference: HF transformers'
 //! `eager_attention_forward`.
 //!
+//! The keys and values come as [`KeysValues`] runs, position-major (as a projection writes
+//! them) or head-major (as the model's host cache keeps them, each kv head one contiguous
+//! stream); the layout changes which addresses are read, never a value or an order.
+//!
 //! Two paths compute those same steps. A few query rows (decode) take one kv head per task
 //! ([`decode_task`]): the scores of the query heads sharing it through the matrix-product
 //! tiles, then their weighted sums sharing each load of a value (`simd::attn_sums`);
@@ -106,19 +110,141 @@ pub fn attend_on(
         queries,
         past,
         shared: KeysValues::default(),
-        own: KeysValues { keys, values },
+        own: KeysValues::position_major(keys, values, cfg.kv_heads, cfg.head_dim),
         out,
     }];
     attend_many_on(isa, cfg, &mut job);
 }
 
-/// Keys and values of consecutive positions: `[len, kv_heads, head_dim]` each.
+/// Keys and values of consecutive positions, in either of two layouts: position-major
+/// (`[len, kv_heads, head_dim]`, as a projection writes them) or head-major (`[kv_heads,
+/// capacity, head_dim]`, the first `len` positions of each kv head used, as a growing cache
+/// keeps them). Kv head `h`'s key of position `t` starts at `h · head_stride + t ·
+/// position_stride` in `keys`, its value at the same offset in `values`.
+///
+/// Head-major is the faster layout for decode: a task reads one kv head's keys and values
+/// as one contiguous stream instead of `head_dim`-float pieces `kv_heads · head_dim` apart.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KeysValues<'a> {
-    /// The rotated keys.
-    pub keys: &'a [f32],
-    /// The values (as long as `keys`).
-    pub values: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+    len: usize,
+    head_dim: usize,
+    head_stride: usize,
+    position_stride: usize,
+}
+
+impl<'a> KeysValues<'a> {
+    /// Position-major runs: `keys` and `values` are `[len, kv_heads, head_dim]` each.
+    ///
+    /// # Panics
+    /// If `kv_heads · head_dim` is 0, or does not divide the keys' length, or the values are
+    /// not as long as the keys.
+    pub fn position_major(
+        keys: &'a [f32],
+        values: &'a [f32],
+        kv_heads: usize,
+        head_dim: usize,
+    ) -> Self {
+        let width = kv_heads * head_dim;
+        assert!(
+            width > 0 && keys.len().is_multiple_of(width) && values.len() == keys.len(),
+            "KeysValues: {} keys and {} values are not [len, {kv_heads}, {head_dim}] each",
+            keys.len(),
+            values.len()
+        );
+        KeysValues {
+            keys,
+            values,
+            len: keys.len() / width,
+            head_dim,
+            head_stride: head_dim,
+            position_stride: width,
+        }
+    }
+
+    /// Head-major runs: `keys` and `values` are `[kv_heads, capacity, head_dim]` each, of
+    /// which the first `len` positions of every kv head hold keys and values.
+    ///
+    /// # Panics
+    /// If `capacity · head_dim` is 0 (with `len > 0`) or does not divide the keys' length,
+    /// the values are not as long as the keys, or `len > capacity`.
+    pub fn head_major(
+        keys: &'a [f32],
+        values: &'a [f32],
+        len: usize,
+        capacity: usize,
+        head_dim: usize,
+    ) -> Self {
+        let head = capacity * head_dim;
+        assert!(
+            len <= capacity
+                && values.len() == keys.len()
+                && (head > 0 && keys.len().is_multiple_of(head) || len == 0),
+            "KeysValues: {} keys and {} values are not [kv_heads, {capacity}, {head_dim}] \
+             each with {len} positions used",
+            keys.len(),
+            values.len()
+        );
+        KeysValues {
+            keys,
+            values,
+            len,
+            head_dim,
+            head_stride: head,
+            position_stride: head_dim,
+        }
+    }
+
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no position is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Kv head `kv_head`'s key of position `t` (`head_dim` floats).
+    ///
+    /// # Panics
+    /// If the position or the kv head is out of range.
+    pub fn key(&self, t: usize, kv_head: usize) -> &'a [f32] {
+        assert!(t < self.len, "KeysValues: position {t} of {}", self.len);
+        &self.keys[self.offset(t, kv_head)..][..self.head_dim]
+    }
+
+    /// Kv head `kv_head`'s value of position `t` (`head_dim` floats).
+    ///
+    /// # Panics
+    /// If the position or the kv head is out of range.
+    pub fn value(&self, t: usize, kv_head: usize) -> &'a [f32] {
+        assert!(t < self.len, "KeysValues: position {t} of {}", self.len);
+        &self.values[self.offset(t, kv_head)..][..self.head_dim]
+    }
+
+    /// Where kv head `kv_head`'s row of position `t` starts.
+    fn offset(&self, t: usize, kv_head: usize) -> usize {
+        kv_head * self.head_stride + t * self.position_stride
+    }
+
+    /// Whether `kv_heads` heads of `head_dim` floats fit every position held.
+    fn fits(&self, kv_heads: usize, head_dim: usize) -> bool {
+        self.len == 0
+            || self.head_dim == head_dim
+                && self.offset(self.len - 1, kv_heads - 1) + head_dim <= self.keys.len()
+    }
+
+    /// Kv head `kv_head`'s keys from position `t` on (stride [`Self::position_stride`]).
+    fn keys_from(&self, t: usize, kv_head: usize) -> *const f32 {
+        self.keys[self.offset(t, kv_head)..].as_ptr()
+    }
+
+    /// Kv head `kv_head`'s values from position 0 on.
+    fn values_of(&self, kv_head: usize) -> *const f32 {
+        self.values[self.offset(0, kv_head)..].as_ptr()
+    }
 }
 
 /// One sequence's part of [`attend_many`]: the arguments of [`attend`], its keys and values
@@ -133,8 +259,8 @@ pub struct Sequence<'a> {
     /// very same ones (forks of one prompt: the same slices, compared by address and length):
     /// their decode rows read each shared position once for all of them. Empty when none.
     pub shared: KeysValues<'a>,
-    /// The keys and values of the positions after `shared` (`[past + n − shared, kv_heads,
-    /// head_dim]`), the new rows appended.
+    /// The keys and values of the positions after `shared` (`past + n − shared` of them), the
+    /// new rows appended.
     pub own: KeysValues<'a>,
     /// `[n, heads · head_dim]`.
     pub out: &'a mut [f32],
@@ -232,16 +358,17 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
 /// enough that a group of forks still makes a task per thread.
 const TASK_ROWS: usize = 16;
 
-/// Whether two runs are the same memory (a fork's shared prefix).
+/// Whether two runs are the same memory and layout (a fork's shared prefix).
 fn same_run(a: &KeysValues<'_>, b: &KeysValues<'_>) -> bool {
-    std::ptr::eq(a.keys, b.keys) && std::ptr::eq(a.values, b.values)
+    std::ptr::eq(a.keys, b.keys)
+        && std::ptr::eq(a.values, b.values)
+        && (a.len, a.head_stride, a.position_stride) == (b.len, b.head_stride, b.position_stride)
 }
 
 /// Checks a sequence's lengths against `cfg` and returns its number of new rows.
 fn check(cfg: &Attention, seq: &Sequence<'_>) -> usize {
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
     let row = heads * d;
-    let ld = kv_heads * d;
     assert_eq!(
         seq.queries.len() % row,
         0,
@@ -251,21 +378,26 @@ fn check(cfg: &Attention, seq: &Sequence<'_>) -> usize {
     let len = seq.past + n;
     let (shared, own) = (&seq.shared, &seq.own);
     assert!(
-        shared.keys.len() % ld == 0 && shared.keys.len() / ld <= seq.past,
-        "attend: the shared keys are not [≤ {}, {kv_heads}, {d}]",
+        shared.len <= seq.past,
+        "attend: {} shared positions but only {} past",
+        shared.len,
         seq.past
     );
-    let own_len = len - shared.keys.len() / ld;
     assert_eq!(
-        own.keys.len(),
-        own_len * ld,
-        "attend: keys are not [{own_len}, {kv_heads}, {d}] after {} shared",
-        shared.keys.len() / ld
+        own.len,
+        len - shared.len,
+        "attend: {} own positions after {} shared, not {len} in all",
+        own.len,
+        shared.len
     );
-    assert!(
-        shared.values.len() == shared.keys.len() && own.values.len() == own.keys.len(),
-        "attend: values are not as long as keys"
-    );
+    for (run, name) in [(shared, "shared"), (own, "own")] {
+        assert!(
+            run.fits(kv_heads, d),
+            "attend: the {name} keys and values do not hold {} positions of {kv_heads} kv \
+             heads of {d}",
+            run.len
+        );
+    }
     assert_eq!(seq.out.len(), n * row, "attend: out is not [{n}, {row}]");
     n
 }
@@ -291,20 +423,20 @@ struct Runs<'a> {
 }
 
 impl<'a> Runs<'a> {
-    /// The runs of `seq` (`ld` floats per position).
-    fn of(seq: &Sequence<'a>, ld: usize) -> Self {
+    /// The runs of `seq`.
+    fn of(seq: &Sequence<'a>) -> Self {
         Runs {
             shared: seq.shared,
             own: seq.own,
-            split: seq.shared.keys.len() / ld,
+            split: seq.shared.len,
         }
     }
 
-    /// The key row (`ld` floats, every kv head) of position `t`.
-    fn position(&self, t: usize, ld: usize) -> &'a [f32] {
+    /// Kv head `kvh`'s key of position `t`.
+    fn key(&self, t: usize, kvh: usize) -> &'a [f32] {
         match t.checked_sub(self.split) {
-            None => &self.shared.keys[t * ld..][..ld],
-            Some(t) => &self.own.keys[t * ld..][..ld],
+            None => self.shared.key(t, kvh),
+            Some(t) => self.own.key(t, kvh),
         }
     }
 }
@@ -374,8 +506,7 @@ enum Run {
 ///
 /// # Safety
 /// `isa` is available; the rows hold the contract of `simd::attn_sums` for the values of kv
-/// head `kvh` (`ld` floats per position, `d` per head) of `runs`.
-#[allow(clippy::too_many_arguments)]
+/// head `kvh` of `runs`.
 unsafe fn sums_in(
     isa: Isa,
     run: Run,
@@ -383,19 +514,17 @@ unsafe fn sums_in(
     base: usize,
     runs: &Runs<'_>,
     kvh: usize,
-    ld: usize,
-    d: usize,
     ahead: usize,
 ) {
     let split = runs.split;
-    let (part, base, values): (Vec<AttnRow>, usize, &[f32]) = match run {
+    let (part, base, values) = match run {
         Run::Shared => {
             let head = rows.iter().filter(|r| r.lo < split);
             let head = head.map(|r| AttnRow {
                 hi: r.hi.min(split),
                 ..*r
             });
-            (head.collect(), base, runs.shared.values)
+            (head.collect::<Vec<_>>(), base, &runs.shared)
         }
         Run::Own => {
             // Positions renumbered from `split`: `scores'[t' − base']` is `scores[t − base]`.
@@ -406,16 +535,16 @@ unsafe fn sums_in(
                 scores: r.scores.add(from - base),
                 ..*r
             });
-            (tail.collect(), from - split, runs.own.values)
+            (tail.collect(), from - split, &runs.own)
         }
     };
     if part.is_empty() {
         return;
     }
     let v = Values {
-        v: values[kvh * d..].as_ptr(),
-        ldv: ld,
-        d,
+        v: values.values_of(kvh),
+        ldv: values.position_stride,
+        d: values.head_dim,
         ahead,
     };
     simd::attn_sums(isa, &part, base, &v);
@@ -442,7 +571,7 @@ unsafe fn decode_task(
     kvh: usize,
 ) {
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
-    let (group, row, ld) = (heads / kv_heads, heads * d, kv_heads * d);
+    let (group, row) = (heads / kv_heads, heads * d);
     let m = units.len() * group;
     let mut q = Vec::with_capacity(m * d);
     // (sequence, position, output) of every query row, in the order of `q`.
@@ -455,7 +584,7 @@ unsafe fn decode_task(
             rows.push((j, seq.past + i, out));
         }
     }
-    let runs = Runs::of(&seqs[units[0].0], ld);
+    let runs = Runs::of(&seqs[units[0].0]);
     let split = runs.split;
     let base = rows
         .iter()
@@ -470,8 +599,8 @@ unsafe fn decode_task(
             isa,
             &q,
             d,
-            runs.shared.keys[base * ld + kvh * d..].as_ptr(),
-            ld,
+            runs.shared.keys_from(base, kvh),
+            runs.shared.position_stride,
             split - base,
             sp,
             ldo,
@@ -500,8 +629,8 @@ unsafe fn decode_task(
             isa,
             &q[r0 * d..r1 * d],
             d,
-            seqs[j].own.keys[(from - split) * ld + kvh * d..].as_ptr(),
-            ld,
+            seqs[j].own.keys_from(from - split, kvh),
+            seqs[j].own.position_stride,
             to - from,
             sp.add(r0 * ldo + from - base),
             ldo,
@@ -528,22 +657,12 @@ unsafe fn decode_task(
     if base < split {
         let mut by_position: Vec<AttnRow> = descs.clone();
         by_position.sort_by_key(|r| (r.lo, r.hi));
-        sums_in(
-            isa,
-            Run::Shared,
-            &by_position,
-            base,
-            &runs,
-            kvh,
-            ld,
-            d,
-            ahead,
-        );
+        sums_in(isa, Run::Shared, &by_position, base, &runs, kvh, ahead);
     }
     for (j, range) in per_sequence {
-        let runs = Runs::of(&seqs[j], ld);
+        let runs = Runs::of(&seqs[j]);
         let mine = &descs[range];
-        sums_in(isa, Run::Own, mine, base, &runs, kvh, ld, d, ahead);
+        sums_in(isa, Run::Own, mine, base, &runs, kvh, ahead);
     }
     for (&(_, _, out), z) in rows.iter().zip(z) {
         for v in std::slice::from_raw_parts_mut(out, d) {
@@ -642,8 +761,8 @@ thread_local! {
 /// same. Tasks split the query positions, never the keys.
 fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
     let (heads, kv_heads, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim);
-    let (row, ld) = (heads * d, kv_heads * d);
-    let (queries, past, runs) = (seq.queries, seq.past, Runs::of(seq, ld));
+    let row = heads * d;
+    let (queries, past, runs) = (seq.queries, seq.past, Runs::of(seq));
     let out = &mut *seq.out;
     let n = queries.len() / row;
     let len = past + n;
@@ -657,7 +776,7 @@ fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
     let transpose = |(kvh, kt): (usize, &mut [f32])| {
         for t in first * LANES..len {
             let (b, lane) = (t / LANES - first, t % LANES);
-            let key = &runs.position(t, ld)[kvh * d..][..d];
+            let key = runs.key(t, kvh);
             let block = &mut kt[b * dp * LANES..][..dp * LANES];
             for (i, &k) in key.iter().enumerate() {
                 block[i * LANES + lane] = k;
@@ -734,7 +853,6 @@ fn block_task(
     // Every pointer below comes from these three, and the slices made from them are
     // disjoint per row.
     let (qp, sp, op) = (qbuf.as_mut_ptr(), sbuf.as_mut_ptr(), out.as_mut_ptr());
-    let ld = kv_heads * d;
     let mut descs = Vec::with_capacity(rows);
     let mut z = Vec::with_capacity(rows);
     for kvh in 0..kv_heads {
@@ -780,8 +898,8 @@ fn block_task(
         // output is its own `d` floats of `out`, zeroed; the values of every visible position
         // lie inside the runs (`check` matched their lengths with `past + n` positions).
         unsafe {
-            sums_in(isa, Run::Shared, &descs, base, runs, kvh, ld, d, 0);
-            sums_in(isa, Run::Own, &descs, base, runs, kvh, ld, d, 0);
+            sums_in(isa, Run::Shared, &descs, base, runs, kvh, 0);
+            sums_in(isa, Run::Own, &descs, base, runs, kvh, 0);
         }
         for (desc, &z) in descs.iter().zip(&z) {
             // SAFETY: the row's own `d` outputs (above).

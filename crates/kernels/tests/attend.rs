@@ -30,6 +30,56 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
+/// Position-major keys or values (`[len, kv_heads, d]`) laid out head-major, `[kv_heads,
+/// capacity, d]`, the positions past `len` NaN: an output that read one would show it.
+fn head_major(rows: &[f32], cfg: &Attention, capacity: usize) -> Vec<f32> {
+    let (kv, d) = (cfg.kv_heads, cfg.head_dim);
+    let len = rows.len() / (kv * d);
+    let mut out = vec![f32::NAN; kv * capacity * d];
+    for t in 0..len {
+        for h in 0..kv {
+            out[(h * capacity + t) * d..][..d].copy_from_slice(&rows[(t * kv + h) * d..][..d]);
+        }
+    }
+    out
+}
+
+/// Keys and values in one of the two layouts `KeysValues` takes.
+enum Layout {
+    /// `[len, kv_heads, d]`, borrowed as they are.
+    Positions(Vec<f32>, Vec<f32>),
+    /// `[kv_heads, capacity, d]` copies, `len` positions used.
+    Heads(Vec<f32>, Vec<f32>, usize, usize),
+}
+
+impl Layout {
+    /// The position-major `keys` and `values`, head-major (with `spare` unused positions
+    /// per kv head) when `heads`.
+    fn of(keys: &[f32], values: &[f32], cfg: &Attention, heads: bool, spare: usize) -> Self {
+        let len = keys.len() / (cfg.kv_heads * cfg.head_dim);
+        if heads {
+            let capacity = len + spare;
+            Layout::Heads(
+                head_major(keys, cfg, capacity),
+                head_major(values, cfg, capacity),
+                len,
+                capacity,
+            )
+        } else {
+            Layout::Positions(keys.to_vec(), values.to_vec())
+        }
+    }
+
+    fn run(&self, cfg: &Attention) -> KeysValues<'_> {
+        match self {
+            Layout::Positions(k, v) => KeysValues::position_major(k, v, cfg.kv_heads, cfg.head_dim),
+            Layout::Heads(k, v, len, capacity) => {
+                KeysValues::head_major(k, v, *len, *capacity, cfg.head_dim)
+            }
+        }
+    }
+}
+
 fn configs() -> Vec<Attention> {
     let base = Attention {
         heads: 9,
@@ -231,8 +281,8 @@ fn a_long_chunk_on_threads_equals_single_rows() {
 }
 
 /// Several sequences in one `attend_many` call (decode steps and prefill chunks mixed, long
-/// and short caches, one to eight of them, on one and several threads) each get exactly what
-/// `attend` gives them alone.
+/// and short caches, one to eight of them, their caches position-major or head-major with
+/// spare room, on one and several threads) each get exactly what `attend` gives them alone.
 #[test]
 fn a_batch_of_sequences_equals_each_alone() {
     let mut rng = Rng(77);
@@ -252,17 +302,19 @@ fn a_batch_of_sequences_equals_each_alone() {
         for count in [1, 2, 5, 8] {
             let seqs: Vec<_> = shapes[..count]
                 .iter()
-                .map(|&(past, n)| {
+                .enumerate()
+                .map(|(j, &(past, n))| {
                     let len = past + n;
                     let q = rng.vec(n * row, 2.0);
                     let k = rng.vec(len * kv_row, 2.0);
                     let v = rng.vec(len * kv_row, 1.0);
-                    (past, q, k, v)
+                    let cache = Layout::of(&k, &v, &cfg, j % 2 == 1, j);
+                    (past, q, k, v, cache)
                 })
                 .collect();
             let alone: Vec<Vec<f32>> = seqs
                 .iter()
-                .map(|(past, q, k, v)| {
+                .map(|(past, q, k, v, _)| {
                     let mut out = vec![0f32; q.len()];
                     attend(&cfg, q, *past, k, v, &mut out);
                     out
@@ -274,11 +326,11 @@ fn a_batch_of_sequences_equals_each_alone() {
                 let mut jobs: Vec<Sequence<'_>> = seqs
                     .iter()
                     .zip(outs.iter_mut())
-                    .map(|((past, q, k, v), out)| Sequence {
+                    .map(|((past, q, _, _, cache), out)| Sequence {
                         queries: q,
                         past: *past,
                         shared: KeysValues::default(),
-                        own: KeysValues { keys: k, values: v },
+                        own: cache.run(&cfg),
                         out,
                     })
                     .collect();
@@ -299,7 +351,9 @@ fn a_batch_of_sequences_equals_each_alone() {
 /// and their own later positions as a second: every fork gets exactly what `attend` gives it
 /// with all its keys in one buffer. The forks have advanced by different amounts, some are
 /// decoding and some verifying several rows (the blocked path from 8), they share the call
-/// with a sequence of its own, and a second group of forks shares another prompt.
+/// with a sequence of its own, and a second group of forks shares another prompt. The
+/// prompts are held head-major with spare room (a frozen cache), the forks' own runs in
+/// either layout.
 #[test]
 fn forks_reading_a_shared_prompt_equal_each_alone() {
     let mut rng = Rng(91);
@@ -310,6 +364,10 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
             // Two prompts; per fork: (which prompt, own positions before, new rows).
             let prompts: Vec<(Vec<f32>, Vec<f32>)> = (0..2)
                 .map(|_| (rng.vec(prompt * kv_row, 2.0), rng.vec(prompt * kv_row, 1.0)))
+                .collect();
+            let frozen: Vec<Layout> = prompts
+                .iter()
+                .map(|(k, v)| Layout::of(k, v, &cfg, true, 3))
                 .collect();
             let forks = [
                 (0, 0, 1),
@@ -324,12 +382,14 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
             ];
             let seqs: Vec<_> = forks
                 .iter()
-                .map(|&(which, before, n)| {
+                .enumerate()
+                .map(|(j, &(which, before, n))| {
                     let own = before + n;
                     let q = rng.vec(n * row, 2.0);
                     let k = rng.vec(own * kv_row, 2.0);
                     let v = rng.vec(own * kv_row, 1.0);
-                    (which, prompt + before, q, k, v)
+                    let cache = Layout::of(&k, &v, &cfg, j % 2 == 0, 2 * j);
+                    (which, prompt + before, q, k, v, cache)
                 })
                 .collect();
             // A sequence of its own rides along.
@@ -339,7 +399,7 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
             let lone_v = rng.vec((lone_past + 1) * kv_row, 1.0);
             let alone: Vec<Vec<f32>> = seqs
                 .iter()
-                .map(|(which, past, q, k, v)| {
+                .map(|(which, past, q, k, v, _)| {
                     let (pk, pv) = &prompts[*which];
                     let keys = [pk.as_slice(), k].concat();
                     let values = [pv.as_slice(), v].concat();
@@ -357,14 +417,11 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
                 let mut jobs: Vec<Sequence<'_>> = seqs
                     .iter()
                     .zip(outs.iter_mut())
-                    .map(|((which, past, q, k, v), out)| Sequence {
+                    .map(|((which, past, q, _, _, cache), out)| Sequence {
                         queries: q,
                         past: *past,
-                        shared: KeysValues {
-                            keys: &prompts[*which].0,
-                            values: &prompts[*which].1,
-                        },
-                        own: KeysValues { keys: k, values: v },
+                        shared: frozen[*which].run(&cfg),
+                        own: cache.run(&cfg),
                         out,
                     })
                     .collect();
@@ -374,10 +431,12 @@ fn forks_reading_a_shared_prompt_equal_each_alone() {
                         queries: &lone_q,
                         past: lone_past,
                         shared: KeysValues::default(),
-                        own: KeysValues {
-                            keys: &lone_k,
-                            values: &lone_v,
-                        },
+                        own: KeysValues::position_major(
+                            &lone_k,
+                            &lone_v,
+                            cfg.kv_heads,
+                            cfg.head_dim,
+                        ),
                         out: &mut lone_out,
                     },
                 );

@@ -250,7 +250,7 @@ impl<B: Backend> Attention<B> {
             let k = &mut k[rows.start * kv * d..rows.end * kv * d];
             seq.rope.apply_host(k, kv);
             seq.cache
-                .append_host(k, &v[rows.start * kv * d..rows.end * kv * d], kv * d);
+                .append_host(k, &v[rows.start * kv * d..rows.end * kv * d], kv, d);
             row = rows.end;
         }
         let out = sized(&mut s.attn, n * h * d);

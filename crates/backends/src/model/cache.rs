@@ -8,75 +8,156 @@ use burn_tensor::Tensor;
 use sieve_kernels::KeysValues;
 
 /// Keys and values of one layer (empty before the first forward pass): on the device as
-/// `[kv_heads, len, head_dim]` tensors (the backend's kernels), or in host memory as
-/// `[len, kv_heads·head_dim]` rows (sieve's kernels, which append and truncate in place; the
-/// rows a fork inherits are shared, see [`KvCache::fork`]).
+/// `[kv_heads, len, head_dim]` tensors (the backend's kernels), or in host memory head-major,
+/// `[kv_heads, capacity, head_dim]` (sieve's kernels, which append and truncate in place and
+/// read each kv head as one stream; the positions a fork inherits are shared, see
+/// [`KvCache::fork`]).
 #[derive(Debug, Clone)]
 pub struct LayerCache<B: Backend> {
     kv: Option<(Tensor<B, 3>, Tensor<B, 3>)>,
     host: HostKv,
 }
 
-/// Keys and values in host memory, one row of `width` values per position: the first
-/// positions frozen in `shared` (held by every fork of this cache), the rest in `keys` and
-/// `values`. A clone shares the frozen rows and copies the rest.
+/// Keys and values in host memory: the first positions frozen in `shared` (held by every
+/// fork of this cache), the rest in `own`. A clone shares the frozen positions and copies the
+/// rest.
 #[derive(Debug, Default, Clone)]
 struct HostKv {
-    shared: Option<Arc<Frozen>>,
-    keys: Vec<f32>,
-    values: Vec<f32>,
-    width: usize,
+    shared: Option<Arc<HeadMajor>>,
+    own: HeadMajor,
 }
 
-/// Rows no one appends to any more: the positions a cache had when it was forked.
-#[derive(Debug)]
-struct Frozen {
+/// Keys and values of consecutive positions, head-major: kv head `h`'s row of position `t`
+/// at `(h · capacity + t) · head_dim` in `keys` and in `values`, positions `len..capacity`
+/// unused. Appending past the capacity moves every head to a larger one (at least double,
+/// so appends cost amortized constant time per position).
+#[derive(Debug, Default, Clone)]
+struct HeadMajor {
     keys: Vec<f32>,
     values: Vec<f32>,
+    len: usize,
+    capacity: usize,
+    kv_heads: usize,
+    head_dim: usize,
+}
+
+/// The smallest capacity a host cache grows to: a few decode steps without a move.
+const MIN_CAPACITY: usize = 16;
+
+impl HeadMajor {
+    /// An empty run with room for `capacity` positions of `kv_heads` heads of `head_dim`.
+    fn with_capacity(kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
+        let size = kv_heads * capacity * head_dim;
+        HeadMajor {
+            keys: vec![0.0; size],
+            values: vec![0.0; size],
+            len: 0,
+            capacity,
+            kv_heads,
+            head_dim,
+        }
+    }
+
+    /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values.
+    fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize) {
+        let width = kv_heads * head_dim;
+        if width == 0 {
+            return;
+        }
+        let n = k.len() / width;
+        if self.len == 0 && (self.kv_heads, self.head_dim) != (kv_heads, head_dim) {
+            *self = HeadMajor::with_capacity(kv_heads, head_dim, n.max(MIN_CAPACITY));
+        }
+        if self.len + n > self.capacity {
+            let capacity = (self.len + n).max(2 * self.capacity).max(MIN_CAPACITY);
+            let mut grown = HeadMajor::with_capacity(kv_heads, head_dim, capacity);
+            grown.copy_from(self, self.len);
+            *self = grown;
+        }
+        let d = head_dim;
+        for (i, (k, v)) in k.chunks_exact(width).zip(v.chunks_exact(width)).enumerate() {
+            for h in 0..kv_heads {
+                let at = (h * self.capacity + self.len + i) * d;
+                self.keys[at..][..d].copy_from_slice(&k[h * d..][..d]);
+                self.values[at..][..d].copy_from_slice(&v[h * d..][..d]);
+            }
+        }
+        self.len += n;
+    }
+
+    /// Appends the first `count` positions of `other` (the same head shape, room enough).
+    fn copy_from(&mut self, other: &HeadMajor, count: usize) {
+        let d = self.head_dim;
+        for h in 0..self.kv_heads {
+            let from = h * other.capacity * d..(h * other.capacity + count) * d;
+            let to = (h * self.capacity + self.len) * d;
+            self.keys[to..][..count * d].copy_from_slice(&other.keys[from.clone()]);
+            self.values[to..][..count * d].copy_from_slice(&other.values[from]);
+        }
+        self.len += count;
+    }
+
+    /// The positions `shared` then `own` in one run, exactly as long as both.
+    fn joined(shared: &HeadMajor, own: &HeadMajor) -> Self {
+        let (kv_heads, head_dim) = (own.kv_heads, own.head_dim);
+        let mut joined = HeadMajor::with_capacity(kv_heads, head_dim, shared.len + own.len);
+        joined.copy_from(shared, shared.len);
+        joined.copy_from(own, own.len);
+        joined
+    }
+
+    /// The first `len` positions, in a run of their own.
+    fn prefix(&self, len: usize) -> Self {
+        let mut kept = HeadMajor::with_capacity(self.kv_heads, self.head_dim, len);
+        kept.copy_from(self, len);
+        kept
+    }
+
+    /// The positions held, as the kernels read them.
+    fn view(&self) -> KeysValues<'_> {
+        if self.len == 0 {
+            return KeysValues::default();
+        }
+        KeysValues::head_major(
+            &self.keys,
+            &self.values,
+            self.len,
+            self.capacity,
+            self.head_dim,
+        )
+    }
 }
 
 impl HostKv {
-    /// Positions in the shared rows.
+    /// Positions in the shared run.
     fn split(&self) -> usize {
-        match &self.shared {
-            Some(f) if self.width > 0 => f.keys.len() / self.width,
-            _ => 0,
-        }
+        self.shared.as_ref().map_or(0, |f| f.len)
     }
 
-    /// Freezes every row held into the shared part, so clones hold them without a copy. Rows
-    /// appended since the last freeze are joined to the shared ones (a copy of both) unless
-    /// nothing was shared yet (a move).
+    /// Freezes every position held into the shared run, so clones hold them without a copy.
+    /// Positions appended since the last freeze are joined to the shared ones (a copy of
+    /// both) unless nothing was shared yet (a move).
     fn freeze(&mut self) {
-        if self.keys.is_empty() {
+        if self.own.len == 0 {
             return;
         }
-        let (keys, values) = match self.shared.take() {
-            None => (
-                std::mem::take(&mut self.keys),
-                std::mem::take(&mut self.values),
-            ),
-            Some(old) => (
-                [old.keys.as_slice(), &self.keys].concat(),
-                [old.values.as_slice(), &self.values].concat(),
-            ),
+        let own = std::mem::take(&mut self.own);
+        let frozen = match self.shared.take() {
+            None => own,
+            Some(old) => HeadMajor::joined(&old, &own),
         };
-        self.keys.clear();
-        self.values.clear();
-        self.shared = Some(Arc::new(Frozen { keys, values }));
+        self.shared = Some(Arc::new(frozen));
     }
 
-    /// Keeps the first `len` positions. Cutting into the shared rows copies the kept ones
+    /// Keeps the first `len` positions. Cutting into the shared run copies the kept positions
     /// out (the other holders keep theirs).
     fn truncate(&mut self, len: usize) {
         let split = self.split();
         if len < split {
             let shared = self.shared.take().unwrap_or_else(|| unreachable!());
-            self.keys = shared.keys[..len * self.width].to_vec();
-            self.values = shared.values[..len * self.width].to_vec();
+            self.own = shared.prefix(len);
         } else {
-            self.keys.truncate((len - split) * self.width);
-            self.values.truncate((len - split) * self.width);
+            self.own.len = self.own.len.min(len - split);
         }
     }
 }
@@ -104,35 +185,24 @@ impl<B: Backend> LayerCache<B> {
         (k, v)
     }
 
-    /// Appends the new positions' keys and values in host memory (rows of `width` =
-    /// `kv_heads·head_dim` values).
+    /// Appends the new positions' keys and values in host memory.
     ///
     /// # Shapes
-    /// `k`, `v`: `[n, width]`.
-    pub fn append_host(&mut self, k: &[f32], v: &[f32], width: usize) {
-        let host = &mut self.host;
-        host.width = width;
-        host.keys.extend_from_slice(k);
-        host.values.extend_from_slice(v);
+    /// `k`, `v`: `[n, kv_heads · head_dim]`, position-major (as the projections write them).
+    pub fn append_host(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize) {
+        self.host.own.append(k, v, kv_heads, head_dim);
     }
 
-    /// All keys and values held in host memory, in two runs: the rows shared with other
-    /// forks (`[split, width]`; empty when none), then this cache's own (`[len − split,
-    /// width]`). Both are empty before the first [`LayerCache::append_host`].
+    /// All keys and values held in host memory, in two runs: the positions shared with other
+    /// forks (empty when none), then this cache's own. Both are empty before the first
+    /// [`LayerCache::append_host`].
     pub fn host(&self) -> (KeysValues<'_>, KeysValues<'_>) {
         let host = &self.host;
-        let shared = match &host.shared {
-            Some(f) => KeysValues {
-                keys: &f.keys,
-                values: &f.values,
-            },
-            None => KeysValues::default(),
-        };
-        let own = KeysValues {
-            keys: &host.keys,
-            values: &host.values,
-        };
-        (shared, own)
+        let shared = host
+            .shared
+            .as_deref()
+            .map_or_else(KeysValues::default, HeadMajor::view);
+        (shared, host.own.view())
     }
 
     /// Keeps the first `len` positions (fewer held: nothing changes).
@@ -226,28 +296,45 @@ mod tests {
 
     use super::*;
 
-    const WIDTH: usize = 4;
+    const KV_HEADS: usize = 2;
+    const HEAD_DIM: usize = 3;
+    const WIDTH: usize = KV_HEADS * HEAD_DIM;
 
-    /// A one-layer cache holding `len` positions whose keys and values are `0, 1, 2, …`.
+    /// A one-layer cache holding `len` positions whose keys are `0, 1, 2, …` (position-major)
+    /// and whose values are their negatives.
     fn prompt(len: usize) -> (KvCache<Flex>, Vec<f32>) {
         let rows: Vec<f32> = (0..len * WIDTH).map(|i| i as f32).collect();
         let mut cache = KvCache::new(1);
-        cache.layers[0].append_host(&rows, &rows, WIDTH);
-        cache.advance(len);
+        append(&mut cache, &rows);
         (cache, rows)
     }
 
-    fn append(cache: &mut KvCache<Flex>, row: &[f32]) {
-        cache.layers[0].append_host(row, row, WIDTH);
-        cache.advance(row.len() / WIDTH);
+    fn append(cache: &mut KvCache<Flex>, rows: &[f32]) {
+        let values: Vec<f32> = rows.iter().map(|x| -x).collect();
+        cache.layers[0].append_host(rows, &values, KV_HEADS, HEAD_DIM);
+        cache.advance(rows.len() / WIDTH);
     }
 
-    /// Every key held, shared run then own, and where the shared run lives (the values,
-    /// appended equal to the keys, are checked to be held alike).
-    fn keys(cache: &KvCache<Flex>) -> (Vec<f32>, *const f32) {
+    /// Every key held, shared run then own, position-major as appended, and where the shared
+    /// run lives (the values are checked to be the keys' negatives).
+    fn keys(cache: &KvCache<Flex>) -> (Vec<f32>, *const HeadMajor) {
         let (shared, own) = cache.layers[0].host();
-        assert_eq!((shared.values, own.values), (shared.keys, own.keys));
-        ([shared.keys, own.keys].concat(), shared.keys.as_ptr())
+        let mut held = Vec::new();
+        for run in [shared, own] {
+            for t in 0..run.len() {
+                for h in 0..KV_HEADS {
+                    let (k, v) = (run.key(t, h), run.value(t, h));
+                    assert_eq!(k.iter().map(|x| -x).collect::<Vec<_>>(), v);
+                    held.extend_from_slice(k);
+                }
+            }
+        }
+        let at = cache.layers[0]
+            .host
+            .shared
+            .as_ref()
+            .map_or(std::ptr::null(), Arc::as_ptr);
+        (held, at)
     }
 
     #[test]
@@ -264,7 +351,7 @@ mod tests {
         assert_eq!(keys(&cache).0, rows, "a fork's append reached the original");
         assert_eq!(keys(&b).0, rows, "a fork's append reached its sibling");
         append(&mut cache, &[-2.0; WIDTH]);
-        assert_eq!(keys(&a).0[40..], [-1.0; WIDTH]);
+        assert_eq!(keys(&a).0[10 * WIDTH..], [-1.0; WIDTH]);
     }
 
     #[test]
@@ -288,7 +375,27 @@ mod tests {
         assert_eq!(keys(&cache).0, rows);
         a2.truncate(10);
         append(&mut a2, &[-4.0; WIDTH]);
-        assert_eq!(keys(&a2).0[..40], rows);
-        assert_eq!(keys(&a2).0[40..], [-4.0; WIDTH]);
+        assert_eq!(keys(&a2).0[..10 * WIDTH], rows);
+        assert_eq!(keys(&a2).0[10 * WIDTH..], [-4.0; WIDTH]);
+    }
+
+    #[test]
+    fn appends_past_the_capacity_and_after_a_cut_keep_every_position() {
+        let (mut cache, mut rows) = prompt(3);
+        for step in 0..70 {
+            let row: Vec<f32> = (0..WIDTH)
+                .map(|i| 1000.0 + (step * WIDTH + i) as f32)
+                .collect();
+            append(&mut cache, &row);
+            rows.extend_from_slice(&row);
+            assert_eq!(keys(&cache).0, rows, "after {step} steps");
+        }
+        cache.truncate(20);
+        rows.truncate(20 * WIDTH);
+        assert_eq!(keys(&cache).0, rows);
+        let chunk: Vec<f32> = (0..5 * WIDTH).map(|i| -7.0 - i as f32).collect();
+        append(&mut cache, &chunk);
+        rows.extend_from_slice(&chunk);
+        assert_eq!((cache.len(), keys(&cache).0), (25, rows));
     }
 }
