@@ -19,18 +19,20 @@ pub struct LayerCache<B: Backend> {
 }
 
 /// Keys and values in host memory: the first positions frozen in `shared` (held by every
-/// fork of this cache), the rest in `own`. A clone shares the frozen positions and copies the
-/// rest.
-#[derive(Debug, Default, Clone)]
+/// fork of this cache), the rest in `own`, which never grows past room for `max_positions`
+/// in all (the model's context), so a full cache holds no spare room. A clone shares the
+/// frozen positions and copies the rest.
+#[derive(Debug, Clone)]
 struct HostKv {
     shared: Option<Arc<HeadMajor>>,
     own: HeadMajor,
+    max_positions: usize,
 }
 
 /// Keys and values of consecutive positions, head-major: kv head `h`'s row of position `t`
 /// at `(h · capacity + t) · head_dim` in `keys` and in `values`, positions `len..capacity`
-/// unused. Appending past the capacity moves every head to a larger one (at least double,
-/// so appends cost amortized constant time per position).
+/// unused. Appending past the capacity moves every head to a larger one (double, so appends
+/// cost amortized constant time per position, but no larger than a limit the caller gives).
 #[derive(Debug, Default, Clone)]
 struct HeadMajor {
     keys: Vec<f32>,
@@ -58,18 +60,21 @@ impl HeadMajor {
         }
     }
 
-    /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values.
-    fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize) {
+    /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values, growing to
+    /// at most `limit` positions unless they need more.
+    fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize, limit: usize) {
         let width = kv_heads * head_dim;
         if width == 0 {
             return;
         }
         let n = k.len() / width;
         if self.len == 0 && (self.kv_heads, self.head_dim) != (kv_heads, head_dim) {
-            *self = HeadMajor::with_capacity(kv_heads, head_dim, n.max(MIN_CAPACITY));
+            *self = HeadMajor::with_capacity(kv_heads, head_dim, 0);
         }
-        if self.len + n > self.capacity {
-            let capacity = (self.len + n).max(2 * self.capacity).max(MIN_CAPACITY);
+        let needed = self.len + n;
+        if needed > self.capacity {
+            let doubled = (2 * self.capacity).max(MIN_CAPACITY);
+            let capacity = doubled.min(limit).max(needed);
             let mut grown = HeadMajor::with_capacity(kv_heads, head_dim, capacity);
             grown.copy_from(self, self.len);
             *self = grown;
@@ -162,16 +167,20 @@ impl HostKv {
     }
 }
 
-impl<B: Backend> Default for LayerCache<B> {
-    fn default() -> Self {
+impl<B: Backend> LayerCache<B> {
+    /// An empty cache whose host part grows to room for at most `max_positions` positions
+    /// (more only if more are appended).
+    fn new(max_positions: usize) -> Self {
         LayerCache {
             kv: None,
-            host: HostKv::default(),
+            host: HostKv {
+                shared: None,
+                own: HeadMajor::default(),
+                max_positions,
+            },
         }
     }
-}
 
-impl<B: Backend> LayerCache<B> {
     /// Appends the new positions' keys and values and returns all of them.
     ///
     /// # Shapes
@@ -190,7 +199,9 @@ impl<B: Backend> LayerCache<B> {
     /// # Shapes
     /// `k`, `v`: `[n, kv_heads · head_dim]`, position-major (as the projections write them).
     pub fn append_host(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize) {
-        self.host.own.append(k, v, kv_heads, head_dim);
+        let host = &mut self.host;
+        let limit = host.max_positions.saturating_sub(host.split());
+        host.own.append(k, v, kv_heads, head_dim, limit);
     }
 
     /// All keys and values held in host memory, in two runs: the positions shared with other
@@ -227,14 +238,20 @@ impl<B: Backend> LayerCache<B> {
 pub struct KvCache<B: Backend> {
     layers: Vec<LayerCache<B>>,
     len: usize,
+    max_positions: usize,
 }
 
 impl<B: Backend> KvCache<B> {
-    /// An empty cache for `num_layers` layers.
-    pub fn new(num_layers: usize) -> Self {
+    /// An empty cache for `num_layers` layers. Its host memory grows by doubling but never
+    /// past room for `max_positions` positions (the model's context), so a full cache holds
+    /// exactly what it needs.
+    pub fn new(num_layers: usize, max_positions: usize) -> Self {
         KvCache {
-            layers: (0..num_layers).map(|_| LayerCache::default()).collect(),
+            layers: (0..num_layers)
+                .map(|_| LayerCache::new(max_positions))
+                .collect(),
             len: 0,
+            max_positions,
         }
     }
 
@@ -250,8 +267,7 @@ impl<B: Backend> KvCache<B> {
 
     /// Forgets every position.
     pub fn clear(&mut self) {
-        let n = self.layers.len();
-        *self = KvCache::new(n);
+        *self = KvCache::new(self.layers.len(), self.max_positions);
     }
 
     /// A copy for a new sequence continuing from the same positions (parallel samples, beams,
@@ -304,7 +320,7 @@ mod tests {
     /// and whose values are their negatives.
     fn prompt(len: usize) -> (KvCache<Flex>, Vec<f32>) {
         let rows: Vec<f32> = (0..len * WIDTH).map(|i| i as f32).collect();
-        let mut cache = KvCache::new(1);
+        let mut cache = KvCache::new(1, usize::MAX);
         append(&mut cache, &rows);
         (cache, rows)
     }
@@ -397,5 +413,29 @@ mod tests {
         append(&mut cache, &chunk);
         rows.extend_from_slice(&chunk);
         assert_eq!((cache.len(), keys(&cache).0), (25, rows));
+    }
+
+    #[test]
+    fn the_host_cache_grows_by_doubling_up_to_the_context() {
+        let capacity = |cache: &KvCache<Flex>| cache.layers[0].host.own.capacity;
+        let mut cache = KvCache::new(1, 100);
+        append(&mut cache, &[1.0; 30 * WIDTH]);
+        assert_eq!(capacity(&cache), 30, "a prefill takes what it needs");
+        append(&mut cache, &[2.0; WIDTH]);
+        assert_eq!(capacity(&cache), 60, "a decode step doubles");
+        append(&mut cache, &[3.0; 30 * WIDTH]);
+        assert_eq!(capacity(&cache), 100, "doubling stops at the context");
+        let mut fork = cache.fork();
+        append(&mut fork, &[4.0; WIDTH]);
+        assert_eq!(capacity(&fork), 16, "a fork's own run starts small");
+        append(&mut fork, &[4.0; 20 * WIDTH]);
+        assert_eq!(capacity(&fork), 32);
+        append(&mut fork, &[5.0; 12 * WIDTH]);
+        assert_eq!(
+            capacity(&fork),
+            39,
+            "a fork's own run stops at what the context leaves"
+        );
+        assert_eq!(keys(&fork).0.len(), 94 * WIDTH);
     }
 }

@@ -93,7 +93,7 @@ impl<B: Backend> Model<B> {
             )?,
             Kernels::Backend => sieve_kernels::Dtype::F32,
         };
-        let cache = KvCache::new(config.layers.len());
+        let cache = KvCache::new(config.layers.len(), config.context_len);
         Ok(Model {
             transformer,
             cache,
@@ -250,7 +250,10 @@ impl<B: Backend> BatchModel for Model<B> {
     }
 
     fn open(&mut self) -> SeqId {
-        self.insert(KvCache::new(self.config.layers.len()))
+        self.insert(KvCache::new(
+            self.config.layers.len(),
+            self.config.context_len,
+        ))
     }
 
     fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
