@@ -309,7 +309,7 @@ pub fn attend_many_on(isa: Isa, cfg: &Attention, seqs: &mut [Sequence<'_>]) {
         let shared = &seqs[j].shared;
         let joined = groups
             .iter_mut()
-            .find(|g| !shared.keys.is_empty() && same_run(&seqs[g[0]].shared, shared));
+            .find(|g| !shared.is_empty() && same_run(&seqs[g[0]].shared, shared));
         match joined {
             Some(g) => g.push(j),
             None => groups.push(vec![j]),
@@ -414,12 +414,11 @@ fn visible(cfg: &Attention, p: usize) -> std::ops::Range<usize> {
     lo..p + 1
 }
 
-/// A sequence's keys and values: positions `..split` in `shared`, the rest in `own`.
+/// A sequence's keys and values: positions before `split()` in `shared`, the rest in `own`.
 #[derive(Debug, Clone, Copy)]
 struct Runs<'a> {
     shared: KeysValues<'a>,
     own: KeysValues<'a>,
-    split: usize,
 }
 
 impl<'a> Runs<'a> {
@@ -428,13 +427,17 @@ impl<'a> Runs<'a> {
         Runs {
             shared: seq.shared,
             own: seq.own,
-            split: seq.shared.len,
         }
+    }
+
+    /// The first position of `own`.
+    fn split(&self) -> usize {
+        self.shared.len
     }
 
     /// Kv head `kvh`'s key of position `t`.
     fn key(&self, t: usize, kvh: usize) -> &'a [f32] {
-        match t.checked_sub(self.split) {
+        match t.checked_sub(self.split()) {
             None => self.shared.key(t, kvh),
             Some(t) => self.own.key(t, kvh),
         }
@@ -492,9 +495,9 @@ unsafe fn score_run(
 /// The run a part of [`sums_in`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Run {
-    /// Each row's positions before `runs.split`.
+    /// Each row's positions before `runs.split()`.
     Shared,
-    /// Each row's positions from `runs.split` on (every row sees some: its own position is
+    /// Each row's positions from `runs.split()` on (every row sees some: its own position is
     /// one).
     Own,
 }
@@ -516,7 +519,7 @@ unsafe fn sums_in(
     kvh: usize,
     ahead: usize,
 ) {
-    let split = runs.split;
+    let split = runs.split();
     let (part, base, values) = match run {
         Run::Shared => {
             let head = rows.iter().filter(|r| r.lo < split);
@@ -585,7 +588,7 @@ unsafe fn decode_task(
         }
     }
     let runs = Runs::of(&seqs[units[0].0]);
-    let split = runs.split;
+    let split = runs.split();
     let base = rows
         .iter()
         .map(|r| visible(cfg, r.1).start)

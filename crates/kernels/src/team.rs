@@ -101,7 +101,7 @@ fn team() -> &'static Team {
 pub(crate) fn for_each(tasks: usize, body: &(dyn Fn(usize) + Sync)) {
     let width = rayon::current_num_threads().min(tasks);
     if width <= 1 {
-        (0..tasks).for_each(body);
+        run_here(tasks, body);
         return;
     }
     let t = team();
@@ -111,11 +111,25 @@ pub(crate) fn for_each(tasks: usize, body: &(dyn Fn(usize) + Sync)) {
         Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
         // Another call holds the team (or this is a task of it): run here.
         Err(std::sync::TryLockError::WouldBlock) => {
-            (0..tasks).for_each(body);
+            run_here(tasks, body);
             return;
         }
     };
     t.run(tasks, width - 1, body);
+}
+
+/// Runs every task on the calling thread, in index order; a task's panic is raised again
+/// once all have run, as on the team.
+fn run_here(tasks: usize, body: &(dyn Fn(usize) + Sync)) {
+    let mut first_panic = None;
+    for i in 0..tasks {
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(i))) {
+            first_panic.get_or_insert(panic);
+        }
+    }
+    if let Some(panic) = first_panic {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// Runs `body(index, chunk)` for each `chunk`-long piece of `data` (the last may be shorter),
@@ -375,5 +389,24 @@ mod tests {
             })
         });
         assert_eq!(n.load(Relaxed), 16);
+    }
+
+    #[test]
+    fn a_panicking_task_on_one_thread_also_lets_the_others_run() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let ran = AtomicU32::new(0);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                for_each(16, &|i| {
+                    ran.fetch_add(1, Relaxed);
+                    assert_ne!(i, 5, "task 5 fails");
+                })
+            })
+        }));
+        assert!(result.is_err());
+        assert_eq!(ran.load(Relaxed), 16);
     }
 }

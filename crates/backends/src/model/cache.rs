@@ -120,9 +120,6 @@ impl HeadMajor {
 
     /// The positions held, as the kernels read them.
     fn view(&self) -> KeysValues<'_> {
-        if self.len == 0 {
-            return KeysValues::default();
-        }
         KeysValues::head_major(
             &self.keys,
             &self.values,
