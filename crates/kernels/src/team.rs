@@ -364,10 +364,11 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_panicking_task_panics_the_caller_after_the_others_finish() {
+    /// Runs 16 tasks on a pool of `threads`, task 5 panicking: the call panics, and only
+    /// after every task has run.
+    fn panic_in_task_5(threads: usize) -> rayon::ThreadPool {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
+            .num_threads(threads)
             .build()
             .unwrap();
         let ran = AtomicU32::new(0);
@@ -380,7 +381,13 @@ mod tests {
             })
         }));
         assert!(result.is_err());
-        assert_eq!(ran.load(Relaxed), 16);
+        assert_eq!(ran.load(Relaxed), 16, "threads={threads}");
+        pool
+    }
+
+    #[test]
+    fn a_panicking_task_panics_the_caller_after_the_others_finish() {
+        let pool = panic_in_task_5(2);
         // The team still works.
         let n = AtomicU32::new(0);
         pool.install(|| {
@@ -393,20 +400,6 @@ mod tests {
 
     #[test]
     fn a_panicking_task_on_one_thread_also_lets_the_others_run() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let ran = AtomicU32::new(0);
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pool.install(|| {
-                for_each(16, &|i| {
-                    ran.fetch_add(1, Relaxed);
-                    assert_ne!(i, 5, "task 5 fails");
-                })
-            })
-        }));
-        assert!(result.is_err());
-        assert_eq!(ran.load(Relaxed), 16);
+        panic_in_task_5(1);
     }
 }
