@@ -359,6 +359,16 @@ fn stderr_of(child: &mut std::process::Child) -> String {
     err
 }
 
+/// Reads `pipe` to its end on a thread of its own, so a child writing more than a pipe holds
+/// (64 KiB on Linux) is never blocked while the test waits for it to exit.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        pipe.read_to_string(&mut text).unwrap();
+        text
+    })
+}
+
 /// Sends SIGINT to `child` (with the system's `kill`, so the test needs no libc binding).
 fn interrupt(child: &std::process::Child) {
     let status = Command::new("kill")
@@ -366,6 +376,36 @@ fn interrupt(child: &std::process::Child) {
         .status()
         .expect("run kill");
     assert!(status.success());
+}
+
+/// Waits (at most two minutes) until `child` catches SIGINT, so an interrupt cannot arrive
+/// before its handler: one that did would be lost where the test runs with SIGINT ignored (a
+/// shell's background job inherits that), or kill the child where it does not. Linux shows the
+/// caught signals in `/proc/PID/status`; elsewhere this waits a fixed 1.5 s.
+fn wait_for_interrupt_handler(child: &std::process::Child) {
+    if !cfg!(target_os = "linux") {
+        std::thread::sleep(Duration::from_millis(1500));
+        return;
+    }
+    let status = format!("/proc/{}/status", child.id());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let caught = text
+            .lines()
+            .find_map(|line| line.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        // Bit n - 1 stands for signal n; SIGINT is 2.
+        if caught & 0b10 != 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "generate did not install its Ctrl-C handler within two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits at most two minutes for `child`, killing it (and failing, saying it kept running
@@ -426,28 +466,28 @@ fn ctrl_c_ends_generate_with_what_it_made_and_exit_130() {
     let mut first = [0u8; 1];
     let mut stdout = child.stdout.take().unwrap();
     stdout.read_exact(&mut first).unwrap();
+    let (out, err) = (drain(stdout), drain(child.stderr.take().unwrap()));
     interrupt(&child);
     let status = wait_bounded(&mut child, "Ctrl-C");
-    let mut out = String::new();
-    stdout.read_to_string(&mut out).unwrap();
-    let err = stderr_of(&mut child);
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("finish reason cancelled"), "{err}");
     // The streamed text ends as a finished line (the first byte was read above).
     assert!(out.ends_with('\n'), "{out:?}");
 
     // JSON: the report comes at the end, with the finish reason and the stats.
+    // The report of 64 sequences outgrows a pipe's buffer: read it while waiting.
     let mut child = spawn(true);
+    let (out, _err) = (
+        drain(child.stdout.take().unwrap()),
+        drain(child.stderr.take().unwrap()),
+    );
+    wait_for_interrupt_handler(&child);
+    // The handler is installed just before the prompt's prefill: let every sequence make tokens.
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&child);
     let status = wait_bounded(&mut child, "Ctrl-C");
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    let out = out.join().unwrap();
     assert_eq!(status.code(), Some(130), "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
     let sequences = report["sequences"].as_array().unwrap();
