@@ -10,7 +10,7 @@ use burn_ndarray::{NdArray, NdArrayDevice};
 
 use sieve_engine::{BatchModel, Feed, LanguageModel, SeqId};
 
-use crate::dtype::WeightDtype;
+use crate::dtype::{KvDtype, WeightDtype};
 use crate::hf::Checkpoint;
 use crate::model::{Kernels, Model, TransformerConfig};
 use crate::{Error, Result};
@@ -74,6 +74,20 @@ impl BackendKind {
             (Kernels::Host, _) | (_, WeightDtype::Auto | WeightDtype::F32) => Ok(()),
             _ => Err(Error::DtypeUnavailable {
                 backend: self.name(),
+                dtype: dtype.name(),
+            }),
+        }
+    }
+
+    /// Whether the key/value cache can be kept in `dtype` on this backend: any on the CPU
+    /// backends; `f32` on CUDA, whose cache is `f32` tensors.
+    ///
+    /// # Errors
+    /// [`Error::KvDtypeUnavailable`].
+    pub fn check_kv_dtype(self, dtype: KvDtype) -> Result<()> {
+        match (self.kernels(), dtype) {
+            (Kernels::Host, _) | (_, KvDtype::F32) => Ok(()),
+            _ => Err(Error::KvDtypeUnavailable {
                 dtype: dtype.name(),
             }),
         }
@@ -228,6 +242,19 @@ impl LoadedModel {
     /// As [`Model::weights_dtype`].
     pub fn weights_dtype(&self) -> sieve_kernels::Dtype {
         dispatch!(self, m => m.weights_dtype())
+    }
+
+    /// As [`Model::set_kv_dtype`].
+    ///
+    /// # Errors
+    /// As [`Model::set_kv_dtype`].
+    pub fn set_kv_dtype(&mut self, dtype: KvDtype) -> Result<()> {
+        dispatch!(self, m => m.set_kv_dtype(dtype))
+    }
+
+    /// As [`Model::kv_dtype`].
+    pub fn kv_dtype(&self) -> KvDtype {
+        dispatch!(self, m => m.kv_dtype())
     }
 
     /// As [`Model::bytes_per_weight`].

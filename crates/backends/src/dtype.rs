@@ -1,4 +1,5 @@
-//! `--dtype`: the element type the linear layers' weights are kept in, [`WeightDtype`].
+//! `--dtype`: the element type the linear layers' weights are kept in, [`WeightDtype`]; and
+//! `--kv-cache`: the element type of the key/value cache, [`KvDtype`].
 //!
 //! On the CPU backends a weight matrix is multiplied where it lies, in its own element type
 //! (`sieve-kernels` widens `bf16`/`f16` to `f32` in registers and accumulates in `f32`), so
@@ -63,10 +64,15 @@ impl fmt::Display for WeightDtype {
     }
 }
 
-/// A name that is not a weight dtype.
+/// A name that is not a dtype of its option.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}`; expected one of: auto, f32, bf16, f16")]
-pub struct UnknownDtype(pub String);
+#[error("unknown dtype `{name}`; expected one of: {expected}")]
+pub struct UnknownDtype {
+    /// The name given.
+    pub name: String,
+    /// The names the option takes.
+    pub expected: &'static str,
+}
 
 impl FromStr for WeightDtype {
     type Err = UnknownDtype;
@@ -77,7 +83,77 @@ impl FromStr for WeightDtype {
             "f32" | "float32" => Ok(WeightDtype::F32),
             "bf16" | "bfloat16" => Ok(WeightDtype::Bf16),
             "f16" | "float16" => Ok(WeightDtype::F16),
-            _ => Err(UnknownDtype(s.to_string())),
+            _ => Err(UnknownDtype {
+                name: s.to_string(),
+                expected: "auto, f32, bf16, f16",
+            }),
+        }
+    }
+}
+
+/// The element type the key/value cache keeps (`--kv-cache`) on the CPU backends.
+///
+/// Decode attention reads every cached key and value of a sequence once per step, so with
+/// several sequences or a long context the cache, not the weights, can be most of the bytes a
+/// step reads. `bf16` and `f16` halve them: each key and value is rounded to nearest (ties to
+/// even) as it is stored and widened exactly as the kernels read it, so outputs equal those
+/// of an `f32` cache holding the rounded values, and remain independent of the batch.
+///
+/// - `f32` (the default) keeps keys and values exact: logits match transformers in `f32`.
+/// - `bf16` keeps 8 significant bits and the full `f32` range: what transformers, vLLM and
+///   mistral.rs keep for a `bf16` model.
+/// - `f16` keeps 11 significant bits but overflows past ±65504 (to ±inf): llama.cpp's default
+///   cache type.
+///
+/// CUDA keeps its cache in the backend's `f32` tensors: only `f32` is accepted there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvDtype {
+    /// IEEE binary32.
+    #[default]
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+}
+
+impl KvDtype {
+    /// The name `--kv-cache` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvDtype::F32 => "f32",
+            KvDtype::Bf16 => "bf16",
+            KvDtype::F16 => "f16",
+        }
+    }
+
+    /// Bytes per cached element.
+    pub fn size(self) -> usize {
+        match self {
+            KvDtype::F32 => 4,
+            KvDtype::Bf16 | KvDtype::F16 => 2,
+        }
+    }
+}
+
+impl fmt::Display for KvDtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for KvDtype {
+    type Err = UnknownDtype;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "f32" | "float32" => Ok(KvDtype::F32),
+            "bf16" | "bfloat16" => Ok(KvDtype::Bf16),
+            "f16" | "float16" => Ok(KvDtype::F16),
+            _ => Err(UnknownDtype {
+                name: s.to_string(),
+                expected: "f32, bf16, f16",
+            }),
         }
     }
 }
@@ -115,6 +191,15 @@ mod tests {
         assert_eq!("BFloat16".parse::<WeightDtype>(), Ok(WeightDtype::Bf16));
         let e = "int8".parse::<WeightDtype>().unwrap_err();
         assert!(e.to_string().contains("int8") && e.to_string().contains("bf16"));
+        for d in [KvDtype::F32, KvDtype::Bf16, KvDtype::F16] {
+            assert_eq!(d.name().parse::<KvDtype>(), Ok(d));
+        }
+        assert_eq!("Float16".parse::<KvDtype>(), Ok(KvDtype::F16));
+        let e = "auto".parse::<KvDtype>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown dtype `auto`; expected one of: f32, bf16, f16"
+        );
     }
 
     #[test]

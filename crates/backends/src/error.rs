@@ -175,6 +175,12 @@ pub enum Error {
         /// The dtype asked for.
         dtype: &'static str,
     },
+    /// A key/value cache dtype the backend cannot keep its cache in.
+    #[error("--kv-cache {dtype} is not available on a backend that keeps its cache in f32 tensors (cuda); use f32")]
+    KvDtypeUnavailable {
+        /// The dtype asked for.
+        dtype: &'static str,
+    },
     /// The backend failed while computing or reading back a tensor.
     #[error("backend error: {message}")]
     Backend {

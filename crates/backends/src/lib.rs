@@ -47,7 +47,7 @@ pub mod tokenizer;
 pub use backend::{BackendKind, LoadedModel};
 pub use chat_template::{ChatTemplate, Message};
 pub use dir::{ModelDir, MAX_PADDING};
-pub use dtype::WeightDtype;
+pub use dtype::{KvDtype, WeightDtype};
 pub use error::{Error, Result};
 pub use families::{Family, FAMILIES};
 pub use hf::{Checkpoint, ConfigJson, GenerationConfig};

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sieve_backends::{BackendKind, LoadedModel, ModelDir, Tokenizer, WeightDtype};
+use sieve_backends::{BackendKind, KvDtype, LoadedModel, ModelDir, Tokenizer, WeightDtype};
 use sieve_core::Vocab;
 
 use crate::embedded;
@@ -52,21 +52,55 @@ pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
     Ok(kind)
 }
 
-/// Reads `--dtype` for `backend`: `None` is `auto` (the checkpoint's own).
+/// `--dtype` and `--kv-cache`: the element types the weights and the key/value cache are
+/// kept in (the same two options on every command that loads a model).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PrecisionArgs {
+    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
+    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<String>,
+    /// Element type of the key/value cache: f32 (default, exact), bf16 or f16 (half the
+    /// memory and the bytes attention reads; keys and values rounded as they are stored;
+    /// CPU backends)
+    #[arg(long = "kv-cache", value_name = "TYPE")]
+    pub kv_cache: Option<String>,
+}
+
+/// What [`PrecisionArgs`] asked for, checked against the backend.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Precision {
+    /// The weight matrices' element type.
+    pub weights: WeightDtype,
+    /// The key/value cache's element type.
+    pub kv: KvDtype,
+}
+
+/// Reads `--dtype` (`None` is `auto`, the checkpoint's own) and `--kv-cache` (`None` is
+/// `f32`) for `backend`.
 ///
 /// # Errors
-/// Usage: an unknown name, or a dtype the backend cannot keep weights in.
-pub fn dtype(name: Option<&str>, backend: BackendKind) -> Result<WeightDtype, Failure> {
-    let dtype = match name {
+/// Usage: an unknown name, or a type the backend cannot keep weights or its cache in.
+pub fn precision(args: &PrecisionArgs, backend: BackendKind) -> Result<Precision, Failure> {
+    let weights = match &args.dtype {
         None => WeightDtype::Auto,
         Some(name) => name
             .parse::<WeightDtype>()
             .map_err(|e| Failure::usage(format!("--dtype: {e}")))?,
     };
     backend
-        .check_dtype(dtype)
+        .check_dtype(weights)
         .map_err(|e| Failure::usage(e.to_string()))?;
-    Ok(dtype)
+    let kv = match &args.kv_cache {
+        None => KvDtype::F32,
+        Some(name) => name
+            .parse::<KvDtype>()
+            .map_err(|e| Failure::usage(format!("--kv-cache: {e}")))?,
+    };
+    backend
+        .check_kv_dtype(kv)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(Precision { weights, kv })
 }
 
 /// Applies `--threads` (before anything computes): `None` keeps one thread per core.
@@ -106,7 +140,8 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
     })
 }
 
-/// Loads the weights of `files` onto `backend`, with a progress bar on a terminal.
+/// Loads the weights of `files` onto `backend` in `precision`, with a progress bar on a
+/// terminal.
 ///
 /// # Errors
 /// Usage (exit 2): a bad weights file (see `sieve_backends::Error::is_bad_model_file`);
@@ -114,15 +149,19 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
 pub fn load(
     files: ModelFiles,
     backend: BackendKind,
-    dtype: WeightDtype,
+    precision: Precision,
 ) -> Result<OpenModel, Failure> {
     let bar = weights_bar();
     let drawn = bar.clone();
     let model = files
         .dir
-        .load_with_progress(backend, dtype, move |done, total| {
+        .load_with_progress(backend, precision.weights, move |done, total| {
             drawn.set_length(total);
             drawn.set_position(done);
+        })
+        .and_then(|mut model| {
+            model.set_kv_dtype(precision.kv)?;
+            Ok(model)
         })
         .map_err(|e| {
             let message = anyhow::anyhow!("loading {}: {e}", files.dir.path().display());

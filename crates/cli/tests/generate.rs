@@ -335,6 +335,71 @@ fn dtype_converts_the_weights_and_bad_values_are_usage_errors() {
 }
 
 #[test]
+fn kv_cache_narrows_the_cache_keeps_batch_invariance_and_refuses_bad_values() {
+    let model = fixture("llama-gqa-tied");
+    let run = |kv: &str, extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "--model",
+            &model,
+            "--tokens",
+            "5,6,7,8",
+            "-n",
+            "12",
+            "--seed",
+            "3",
+            "--sampler",
+            "temp(0.8) | dist",
+            "--kv-cache",
+            kv,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        ok_json(&args)
+    };
+    // Sequence 0 of a batch of three is the plain run, with a bf16 cache as with f32.
+    for kv in ["f32", "bf16", "f16"] {
+        let plain = run(kv, &[]);
+        let batch = run(kv, &["--num-return", "3"]);
+        assert_eq!(batch["sequences"][0]["tokens"], plain["tokens"], "{kv}");
+        assert_eq!(plain["tokens"].as_array().unwrap().len(), 12, "{kv}");
+    }
+    let bench = |kv: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "model",
+            "--model",
+            &model,
+            "--prompt-len",
+            "4",
+            "--gen",
+            "2",
+            "--json",
+        ];
+        args.extend_from_slice(kv);
+        ok_json(&args)["kv_cache"].clone()
+    };
+    assert_eq!(bench(&[]), "f32");
+    assert_eq!(bench(&["--kv-cache", "bf16"]), "bf16");
+    let bad = sieve(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "x",
+        "--kv-cache",
+        "q4_0",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains("--kv-cache: unknown dtype `q4_0`; expected one of: f32, bf16, f16"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
 fn a_pipeline_mistake_is_reported_before_the_model_is_opened() {
     let missing = "/no/such/model/dir";
     let run_with = |sampler: &str| {

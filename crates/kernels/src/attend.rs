@@ -116,22 +116,76 @@ pub fn attend_on(
     attend_many_on(isa, cfg, &mut job);
 }
 
-/// Keys and values of consecutive positions, in either of two layouts: position-major
-/// (`[len, kv_heads, head_dim]`, as a projection writes them) or head-major (`[kv_heads,
-/// capacity, head_dim]`, the first `len` positions of each kv head used, as a growing cache
-/// keeps them). Kv head `h`'s key of position `t` starts at `h · head_stride + t ·
-/// position_stride` in `keys`, its value at the same offset in `values`.
+/// Keys and values of consecutive positions, stored as `f32`, `bf16` or `f16` (a
+/// [`CacheElement`]), in either of two layouts: position-major (`[len, kv_heads, head_dim]`,
+/// as a projection writes them) or head-major (`[kv_heads, capacity, head_dim]`, the first
+/// `len` positions of each kv head used, as a growing cache keeps them). Kv head `h`'s key of
+/// position `t` starts at element `h · head_stride + t · position_stride` of `keys`, its value
+/// at the same element of `values`.
 ///
 /// Head-major is the faster layout for decode: a task reads one kv head's keys and values
-/// as one contiguous stream instead of `head_dim`-float pieces `kv_heads · head_dim` apart.
-#[derive(Debug, Clone, Copy, Default)]
+/// as one contiguous stream instead of `head_dim`-element pieces `kv_heads · head_dim` apart.
+/// A 16-bit element halves the bytes attention reads; it is widened to `f32` exactly as it is
+/// loaded, so a `bf16` run gives the same bits as an `f32` run holding the widened values.
+#[derive(Debug, Clone, Copy)]
 pub struct KeysValues<'a> {
-    keys: &'a [f32],
-    values: &'a [f32],
+    keys: &'a [u8],
+    values: &'a [u8],
+    dtype: Dtype,
     len: usize,
     head_dim: usize,
     head_stride: usize,
     position_stride: usize,
+}
+
+impl Default for KeysValues<'_> {
+    /// No positions (an `f32` run).
+    fn default() -> Self {
+        KeysValues {
+            keys: &[],
+            values: &[],
+            dtype: Dtype::F32,
+            len: 0,
+            head_dim: 0,
+            head_stride: 0,
+            position_stride: 0,
+        }
+    }
+}
+
+/// An element type keys and values can be stored in: `f32`, [`half::bf16`] or [`half::f16`].
+/// Sealed: the kernels read exactly these.
+pub trait CacheElement: sealed::Sealed + Copy {
+    /// Its [`Dtype`].
+    const DTYPE: Dtype;
+}
+
+impl CacheElement for f32 {
+    const DTYPE: Dtype = Dtype::F32;
+}
+
+impl CacheElement for half::bf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+}
+
+impl CacheElement for half::f16 {
+    const DTYPE: Dtype = Dtype::F16;
+}
+
+mod sealed {
+    /// Keeps [`super::CacheElement`] to the types the kernels know.
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+}
+
+/// The bytes of `elements` (plain numbers: every byte is initialized, any alignment of `u8`
+/// holds).
+fn bytes_of<T: CacheElement>(elements: &[T]) -> &[u8] {
+    // SAFETY: `T` is `f32`, `bf16` or `f16` (sealed): no padding, every bit pattern a number,
+    // and `u8` needs no alignment; the length covers exactly the same memory.
+    unsafe { std::slice::from_raw_parts(elements.as_ptr().cast(), std::mem::size_of_val(elements)) }
 }
 
 impl<'a> KeysValues<'a> {
@@ -140,9 +194,9 @@ impl<'a> KeysValues<'a> {
     /// # Panics
     /// If `kv_heads · head_dim` is 0, or does not divide the keys' length, or the values are
     /// not as long as the keys.
-    pub fn position_major(
-        keys: &'a [f32],
-        values: &'a [f32],
+    pub fn position_major<T: CacheElement>(
+        keys: &'a [T],
+        values: &'a [T],
         kv_heads: usize,
         head_dim: usize,
     ) -> Self {
@@ -154,8 +208,9 @@ impl<'a> KeysValues<'a> {
             values.len()
         );
         KeysValues {
-            keys,
-            values,
+            keys: bytes_of(keys),
+            values: bytes_of(values),
+            dtype: T::DTYPE,
             len: keys.len() / width,
             head_dim,
             head_stride: head_dim,
@@ -169,9 +224,9 @@ impl<'a> KeysValues<'a> {
     /// # Panics
     /// If `capacity · head_dim` is 0 (with `len > 0`) or does not divide the keys' length,
     /// the values are not as long as the keys, or `len > capacity`.
-    pub fn head_major(
-        keys: &'a [f32],
-        values: &'a [f32],
+    pub fn head_major<T: CacheElement>(
+        keys: &'a [T],
+        values: &'a [T],
         len: usize,
         capacity: usize,
         head_dim: usize,
@@ -187,8 +242,9 @@ impl<'a> KeysValues<'a> {
             values.len()
         );
         KeysValues {
-            keys,
-            values,
+            keys: bytes_of(keys),
+            values: bytes_of(values),
+            dtype: T::DTYPE,
             len,
             head_dim,
             head_stride: head,
@@ -206,44 +262,68 @@ impl<'a> KeysValues<'a> {
         self.len == 0
     }
 
-    /// Kv head `kv_head`'s key of position `t` (`head_dim` floats).
+    /// How the elements are stored.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// Kv head `kv_head`'s key of position `t`, widened to `f32` (`head_dim` floats).
     ///
     /// # Panics
     /// If the position or the kv head is out of range.
-    pub fn key(&self, t: usize, kv_head: usize) -> &'a [f32] {
-        assert!(t < self.len, "KeysValues: position {t} of {}", self.len);
-        &self.keys[self.offset(t, kv_head)..][..self.head_dim]
+    pub fn key(&self, t: usize, kv_head: usize) -> Vec<f32> {
+        self.widened(self.keys, t, kv_head)
     }
 
-    /// Kv head `kv_head`'s value of position `t` (`head_dim` floats).
+    /// Kv head `kv_head`'s value of position `t`, widened to `f32` (`head_dim` floats).
     ///
     /// # Panics
     /// If the position or the kv head is out of range.
-    pub fn value(&self, t: usize, kv_head: usize) -> &'a [f32] {
-        assert!(t < self.len, "KeysValues: position {t} of {}", self.len);
-        &self.values[self.offset(t, kv_head)..][..self.head_dim]
+    pub fn value(&self, t: usize, kv_head: usize) -> Vec<f32> {
+        self.widened(self.values, t, kv_head)
     }
 
-    /// Where kv head `kv_head`'s row of position `t` starts.
+    /// The row of position `t`, kv head `kv_head` of `bytes` (the keys or the values), widened.
+    fn widened(&self, bytes: &[u8], t: usize, kv_head: usize) -> Vec<f32> {
+        let mut row = vec![0.0; self.head_dim];
+        self.widen_into(bytes, t, kv_head, &mut row);
+        row
+    }
+
+    /// Writes the row of position `t`, kv head `kv_head` of `bytes` widened into `row`
+    /// (`head_dim` floats).
+    fn widen_into(&self, bytes: &[u8], t: usize, kv_head: usize, row: &mut [f32]) {
+        assert!(t < self.len, "KeysValues: position {t} of {}", self.len);
+        let size = self.dtype.size();
+        let at = self.offset(t, kv_head) * size;
+        let bytes = &bytes[at..at + self.head_dim * size];
+        for (i, x) in row.iter_mut().enumerate() {
+            *x = self.dtype.get(bytes, i);
+        }
+    }
+
+    /// Where kv head `kv_head`'s row of position `t` starts, in elements.
     fn offset(&self, t: usize, kv_head: usize) -> usize {
         kv_head * self.head_stride + t * self.position_stride
     }
 
-    /// Whether `kv_heads` heads of `head_dim` floats fit every position held.
+    /// Whether `kv_heads` heads of `head_dim` elements fit every position held.
     fn fits(&self, kv_heads: usize, head_dim: usize) -> bool {
         self.len == 0
             || self.head_dim == head_dim
-                && self.offset(self.len - 1, kv_heads - 1) + head_dim <= self.keys.len()
+                && (self.offset(self.len - 1, kv_heads - 1) + head_dim) * self.dtype.size()
+                    <= self.keys.len()
     }
 
-    /// Kv head `kv_head`'s keys from position `t` on (stride [`Self::position_stride`]).
-    fn keys_from(&self, t: usize, kv_head: usize) -> *const f32 {
-        self.keys[self.offset(t, kv_head)..].as_ptr()
+    /// Kv head `kv_head`'s keys from position `t` on (stride [`Self::position_stride`]
+    /// elements).
+    fn keys_from(&self, t: usize, kv_head: usize) -> *const u8 {
+        self.keys[self.offset(t, kv_head) * self.dtype.size()..].as_ptr()
     }
 
     /// Kv head `kv_head`'s values from position 0 on.
-    fn values_of(&self, kv_head: usize) -> *const f32 {
-        self.values[self.offset(0, kv_head)..].as_ptr()
+    fn values_of(&self, kv_head: usize) -> *const u8 {
+        self.values[self.offset(0, kv_head) * self.dtype.size()..].as_ptr()
     }
 }
 
@@ -362,6 +442,7 @@ const TASK_ROWS: usize = 16;
 fn same_run(a: &KeysValues<'_>, b: &KeysValues<'_>) -> bool {
     std::ptr::eq(a.keys, b.keys)
         && std::ptr::eq(a.values, b.values)
+        && a.dtype == b.dtype
         && (a.len, a.head_stride, a.position_stride) == (b.len, b.head_stride, b.position_stride)
 }
 
@@ -435,11 +516,11 @@ impl<'a> Runs<'a> {
         self.shared.len
     }
 
-    /// Kv head `kvh`'s key of position `t`.
-    fn key(&self, t: usize, kvh: usize) -> &'a [f32] {
+    /// Writes kv head `kvh`'s key of position `t`, widened, into `row`.
+    fn key_into(&self, t: usize, kvh: usize, row: &mut [f32]) {
         match t.checked_sub(self.split()) {
-            None => self.shared.key(t, kvh),
-            Some(t) => self.own.key(t, kvh),
+            None => self.shared.widen_into(self.shared.keys, t, kvh, row),
+            Some(t) => self.own.widen_into(self.own.keys, t, kvh, row),
         }
     }
 }
@@ -450,20 +531,21 @@ const SCORE_ROWS: usize = 8;
 /// task's rows take them.
 const SCORE_POSITIONS: usize = 64;
 
-/// Scores `out[r · ldo + (t − t0)] = reference_dot(q_r, k_t)` of the `m` packed rows `q`
-/// (`[m, d]`) for the positions `t0..t1` of one run, whose first position's kv head starts
-/// at `keys` (`ld` floats per position).
+/// Scores `out[r · ldo + c] = reference_dot(q_r, k_c)` of the `m` packed rows `q` (`[m, d]`)
+/// for `count` positions of one run, whose first position's kv head starts at `keys`
+/// (`dtype` elements, `ld` of them per position).
 ///
 /// # Safety
-/// `isa` is available; `keys` is readable for positions `t0..t1` at stride `ld` (`d` floats
-/// each); `out` is writable for `m` rows of `t1 − t0` floats at stride `ldo` and nobody else
+/// `isa` is available; `keys` is readable for `count` positions at stride `ld` (`d` elements
+/// each); `out` is writable for `m` rows of `count` floats at stride `ldo` and nobody else
 /// touches them.
 #[allow(clippy::too_many_arguments)]
 unsafe fn score_run(
     isa: Isa,
     q: &[f32],
     d: usize,
-    keys: *const f32,
+    keys: *const u8,
+    dtype: Dtype,
     ld: usize,
     count: usize,
     out: *mut f32,
@@ -479,9 +561,9 @@ unsafe fn score_run(
                 ldx: d,
                 m: (m - r0).min(SCORE_ROWS),
                 k: d,
-                w: keys.cast(),
-                ldw: ld * 4,
-                dtype: Dtype::F32,
+                w: keys,
+                ldw: ld * dtype.size(),
+                dtype,
                 bias: std::ptr::null(),
                 out: out.add(r0 * ldo),
                 ldo,
@@ -546,6 +628,7 @@ unsafe fn sums_in(
     }
     let v = Values {
         v: values.values_of(kvh),
+        dtype: values.dtype,
         ldv: values.position_stride,
         d: values.head_dim,
         ahead,
@@ -603,6 +686,7 @@ unsafe fn decode_task(
             &q,
             d,
             runs.shared.keys_from(base, kvh),
+            runs.shared.dtype,
             runs.shared.position_stride,
             split - base,
             sp,
@@ -633,6 +717,7 @@ unsafe fn decode_task(
             &q[r0 * d..r1 * d],
             d,
             seqs[j].own.keys_from(from - split, kvh),
+            seqs[j].own.dtype,
             seqs[j].own.position_stride,
             to - from,
             sp.add(r0 * ldo + from - base),
@@ -777,9 +862,10 @@ fn blocked(isa: Isa, cfg: &Attention, seq: &mut Sequence<'_>, parallel: bool) {
     let head_len = nb * dp * LANES;
     let mut kt = vec![0f32; kv_heads * head_len];
     let transpose = |(kvh, kt): (usize, &mut [f32])| {
+        let mut key = vec![0f32; d];
         for t in first * LANES..len {
             let (b, lane) = (t / LANES - first, t % LANES);
-            let key = runs.key(t, kvh);
+            runs.key_into(t, kvh, &mut key);
             let block = &mut kt[b * dp * LANES..][..dp * LANES];
             for (i, &k) in key.iter().enumerate() {
                 block[i * LANES + lane] = k;

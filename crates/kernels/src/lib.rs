@@ -43,7 +43,9 @@ mod team;
 mod threads;
 mod weights;
 
-pub use attend::{attend, attend_many, attend_many_on, attend_on, Attention, KeysValues, Sequence};
+pub use attend::{
+    attend, attend_many, attend_many_on, attend_on, Attention, CacheElement, KeysValues, Sequence,
+};
 pub use dtype::Dtype;
 pub use error::{Error, Result};
 pub use isa::Isa;

@@ -551,3 +551,154 @@ fn a_soft_cap_flattens_large_scores() {
         "{out:?}"
     );
 }
+
+/// `values` stored as `T` (rounded to nearest, ties to even) and widened back: what an `f32`
+/// run must hold to equal a `T` run.
+fn round_trip<T: Copy>(values: &[f32], narrow: fn(f32) -> T, widen: fn(T) -> f32) -> Vec<T> {
+    let stored: Vec<T> = values.iter().map(|&x| narrow(x)).collect();
+    debug_assert!(stored.iter().zip(values).all(|(&s, &x)| {
+        let w = widen(s);
+        w.is_nan() == x.is_nan()
+    }));
+    stored
+}
+
+/// Keys and values stored as `bf16` or `f16` give bit for bit what `f32` runs holding the
+/// widened values give: decode rows and prefill chunks, forks reading a narrow frozen prompt
+/// with own runs in either layout, a lone sequence, on every instruction set and one or two
+/// threads. (Widening is exact, and each path reads the narrow elements in the `f32` path's
+/// order.)
+#[test]
+fn narrow_caches_equal_f32_caches_holding_the_widened_values() {
+    fn check<T: sieve_kernels::CacheElement>(narrow: fn(f32) -> T, widen: fn(T) -> f32) {
+        let mut rng = Rng(404);
+        for cfg in configs() {
+            let (row, kv_row) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+            let prompt = 70;
+            let pk = round_trip(
+                &head_major(&rng.vec(prompt * kv_row, 2.0), &cfg, prompt + 5),
+                narrow,
+                widen,
+            );
+            let pv = round_trip(
+                &head_major(&rng.vec(prompt * kv_row, 1.0), &cfg, prompt + 5),
+                narrow,
+                widen,
+            );
+            // (shared prompt?, own positions before, new rows, head-major own run?)
+            let shapes = [
+                (true, 0, 1, true),
+                (true, 4, 1, false),
+                (false, 40, 1, true),
+                (false, 3, 12, false),
+                (true, 2, 9, true),
+            ];
+            let seqs: Vec<_> = shapes
+                .iter()
+                .map(|&(shared, before, n, heads)| {
+                    let own = before + n;
+                    let q = rng.vec(n * row, 2.0);
+                    let (k, v) = (rng.vec(own * kv_row, 2.0), rng.vec(own * kv_row, 1.0));
+                    let (k, v) = if heads {
+                        (head_major(&k, &cfg, own + 3), head_major(&v, &cfg, own + 3))
+                    } else {
+                        (k, v)
+                    };
+                    let (k, v) = (round_trip(&k, narrow, widen), round_trip(&v, narrow, widen));
+                    let past = before + if shared { prompt } else { 0 };
+                    (shared, past, own, heads, q, k, v)
+                })
+                .collect();
+            let widened = |x: &[T]| x.iter().map(|&e| widen(e)).collect::<Vec<f32>>();
+            let (wpk, wpv) = (widened(&pk), widened(&pv));
+            let wide: Vec<_> = seqs
+                .iter()
+                .map(|s| (widened(&s.5), widened(&s.6)))
+                .collect();
+            for isa in Isa::available() {
+                for threads in [1, 2] {
+                    let pool = pool(threads);
+                    let mut outs: Vec<Vec<Vec<f32>>> = (0..2)
+                        .map(|_| seqs.iter().map(|s| vec![9f32; s.4.len()]).collect())
+                        .collect();
+                    let [narrow_outs, wide_outs] = &mut outs[..] else {
+                        unreachable!()
+                    };
+                    let mut narrow_jobs: Vec<Sequence<'_>> = seqs
+                        .iter()
+                        .zip(narrow_outs.iter_mut())
+                        .map(|((shared, past, own, heads, q, k, v), out)| Sequence {
+                            queries: q,
+                            past: *past,
+                            shared: if *shared {
+                                frozen(&pk, &pv, prompt, &cfg)
+                            } else {
+                                KeysValues::default()
+                            },
+                            own: run(k, v, *own, *heads, &cfg),
+                            out,
+                        })
+                        .collect();
+                    let mut wide_jobs: Vec<Sequence<'_>> = seqs
+                        .iter()
+                        .zip(&wide)
+                        .zip(wide_outs.iter_mut())
+                        .map(
+                            |(((shared, past, own, heads, q, _, _), (k, v)), out)| Sequence {
+                                queries: q,
+                                past: *past,
+                                shared: if *shared {
+                                    frozen(&wpk, &wpv, prompt, &cfg)
+                                } else {
+                                    KeysValues::default()
+                                },
+                                own: run(k, v, *own, *heads, &cfg),
+                                out,
+                            },
+                        )
+                        .collect();
+                    assert_eq!(narrow_jobs[0].own.dtype(), T::DTYPE);
+                    pool.install(|| {
+                        sieve_kernels::attend_many_on(isa, &cfg, &mut narrow_jobs);
+                        sieve_kernels::attend_many_on(isa, &cfg, &mut wide_jobs);
+                    });
+                    drop((narrow_jobs, wide_jobs));
+                    for (j, (got, want)) in narrow_outs.iter().zip(wide_outs.iter()).enumerate() {
+                        assert!(got.iter().all(|x| x.is_finite()), "{cfg:?} {isa:?} seq={j}");
+                        assert_eq!(
+                            bits(got),
+                            bits(want),
+                            "{:?} {cfg:?} {isa:?} threads={threads} seq={j}",
+                            T::DTYPE
+                        );
+                    }
+                }
+            }
+        }
+    }
+    /// An own run of `own` positions, head-major with 3 spare or position-major.
+    fn run<'a, E: sieve_kernels::CacheElement>(
+        k: &'a [E],
+        v: &'a [E],
+        own: usize,
+        heads: bool,
+        cfg: &Attention,
+    ) -> KeysValues<'a> {
+        if heads {
+            KeysValues::head_major(k, v, own, own + 3, cfg.head_dim)
+        } else {
+            KeysValues::position_major(k, v, cfg.kv_heads, cfg.head_dim)
+        }
+    }
+    /// The frozen prompt: head-major with 5 spare.
+    fn frozen<'a, E: sieve_kernels::CacheElement>(
+        k: &'a [E],
+        v: &'a [E],
+        prompt: usize,
+        cfg: &Attention,
+    ) -> KeysValues<'a> {
+        KeysValues::head_major(k, v, prompt, prompt + 5, cfg.head_dim)
+    }
+    check(half::bf16::from_f32, half::bf16::to_f32);
+    check(half::f16::from_f32, half::f16::to_f32);
+}

@@ -7,6 +7,9 @@ use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 use sieve_kernels::KeysValues;
 
+use super::kv_elements::Elements;
+use crate::dtype::KvDtype;
+
 /// Keys and values of one layer (empty before the first forward pass): on the device as
 /// `[kv_heads, len, head_dim]` tensors (the backend's kernels), or in host memory head-major,
 /// `[kv_heads, capacity, head_dim]` (sieve's kernels, which append and truncate in place and
@@ -31,12 +34,13 @@ struct HostKv {
 
 /// Keys and values of consecutive positions, head-major: kv head `h`'s row of position `t`
 /// at `(h · capacity + t) · head_dim` in `keys` and in `values`, positions `len..capacity`
-/// unused. Appending past the capacity moves every head to a larger one (double, so appends
-/// cost amortized constant time per position, but no larger than a limit the caller gives).
-#[derive(Debug, Default, Clone)]
+/// unused, each stored as the cache's [`KvDtype`]. Appending past the capacity moves every
+/// head to a larger one (double, so appends cost amortized constant time per position, but no
+/// larger than a limit the caller gives).
+#[derive(Debug, Clone)]
 struct HeadMajor {
-    keys: Vec<f32>,
-    values: Vec<f32>,
+    keys: Elements,
+    values: Elements,
     len: usize,
     capacity: usize,
     kv_heads: usize,
@@ -47,12 +51,18 @@ struct HeadMajor {
 const MIN_CAPACITY: usize = 16;
 
 impl HeadMajor {
-    /// An empty run with room for `capacity` positions of `kv_heads` heads of `head_dim`.
-    fn with_capacity(kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
+    /// An empty run of `dtype` elements, without room.
+    fn empty(dtype: KvDtype) -> Self {
+        HeadMajor::with_capacity(dtype, 0, 0, 0)
+    }
+
+    /// An empty run of `dtype` elements with room for `capacity` positions of `kv_heads` heads
+    /// of `head_dim`.
+    fn with_capacity(dtype: KvDtype, kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
         let size = kv_heads * capacity * head_dim;
         HeadMajor {
-            keys: vec![0.0; size],
-            values: vec![0.0; size],
+            keys: Elements::zeros(dtype, size),
+            values: Elements::zeros(dtype, size),
             len: 0,
             capacity,
             kv_heads,
@@ -60,8 +70,13 @@ impl HeadMajor {
         }
     }
 
-    /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values, growing to
-    /// at most `limit` positions unless they need more.
+    /// The element type.
+    fn dtype(&self) -> KvDtype {
+        self.keys.dtype()
+    }
+
+    /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values (narrowed to
+    /// the element type), growing to at most `limit` positions unless they need more.
     fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize, limit: usize) {
         let width = kv_heads * head_dim;
         if width == 0 {
@@ -69,13 +84,13 @@ impl HeadMajor {
         }
         let n = k.len() / width;
         if self.len == 0 && (self.kv_heads, self.head_dim) != (kv_heads, head_dim) {
-            *self = HeadMajor::with_capacity(kv_heads, head_dim, 0);
+            *self = HeadMajor::with_capacity(self.dtype(), kv_heads, head_dim, 0);
         }
         let needed = self.len + n;
         if needed > self.capacity {
             let doubled = (2 * self.capacity).max(MIN_CAPACITY);
             let capacity = doubled.min(limit).max(needed);
-            let mut grown = HeadMajor::with_capacity(kv_heads, head_dim, capacity);
+            let mut grown = HeadMajor::with_capacity(self.dtype(), kv_heads, head_dim, capacity);
             grown.copy_from(self, self.len);
             *self = grown;
         }
@@ -83,8 +98,8 @@ impl HeadMajor {
         for (i, (k, v)) in k.chunks_exact(width).zip(v.chunks_exact(width)).enumerate() {
             for h in 0..kv_heads {
                 let at = (h * self.capacity + self.len + i) * d;
-                self.keys[at..][..d].copy_from_slice(&k[h * d..][..d]);
-                self.values[at..][..d].copy_from_slice(&v[h * d..][..d]);
+                self.keys.write(at, &k[h * d..][..d]);
+                self.values.write(at, &v[h * d..][..d]);
             }
         }
         self.len += n;
@@ -96,8 +111,8 @@ impl HeadMajor {
         for h in 0..self.kv_heads {
             let from = h * other.capacity * d..(h * other.capacity + count) * d;
             let to = (h * self.capacity + self.len) * d;
-            self.keys[to..][..count * d].copy_from_slice(&other.keys[from.clone()]);
-            self.values[to..][..count * d].copy_from_slice(&other.values[from]);
+            self.keys.copy(to, &other.keys, from.clone());
+            self.values.copy(to, &other.values, from);
         }
         self.len += count;
     }
@@ -105,7 +120,8 @@ impl HeadMajor {
     /// The positions `shared` then `own` in one run, exactly as long as both.
     fn joined(shared: &HeadMajor, own: &HeadMajor) -> Self {
         let (kv_heads, head_dim) = (own.kv_heads, own.head_dim);
-        let mut joined = HeadMajor::with_capacity(kv_heads, head_dim, shared.len + own.len);
+        let capacity = shared.len + own.len;
+        let mut joined = HeadMajor::with_capacity(own.dtype(), kv_heads, head_dim, capacity);
         joined.copy_from(shared, shared.len);
         joined.copy_from(own, own.len);
         joined
@@ -113,20 +129,15 @@ impl HeadMajor {
 
     /// The first `len` positions, in a run of their own.
     fn prefix(&self, len: usize) -> Self {
-        let mut kept = HeadMajor::with_capacity(self.kv_heads, self.head_dim, len);
+        let mut kept = HeadMajor::with_capacity(self.dtype(), self.kv_heads, self.head_dim, len);
         kept.copy_from(self, len);
         kept
     }
 
     /// The positions held, as the kernels read them.
     fn view(&self) -> KeysValues<'_> {
-        KeysValues::head_major(
-            &self.keys,
-            &self.values,
-            self.len,
-            self.capacity,
-            self.head_dim,
-        )
+        self.keys
+            .head_major(&self.values, self.len, self.capacity, self.head_dim)
     }
 }
 
@@ -143,7 +154,8 @@ impl HostKv {
         if self.own.len == 0 {
             return;
         }
-        let own = std::mem::take(&mut self.own);
+        let empty = HeadMajor::empty(self.own.dtype());
+        let own = std::mem::replace(&mut self.own, empty);
         let frozen = match self.shared.take() {
             None => own,
             Some(old) => HeadMajor::joined(&old, &own),
@@ -165,14 +177,14 @@ impl HostKv {
 }
 
 impl<B: Backend> LayerCache<B> {
-    /// An empty cache whose host part grows to room for at most `max_positions` positions
-    /// (more only if more are appended).
-    fn new(max_positions: usize) -> Self {
+    /// An empty cache whose host part keeps `dtype` elements and grows to room for at most
+    /// `max_positions` positions (more only if more are appended).
+    fn new(max_positions: usize, dtype: KvDtype) -> Self {
         LayerCache {
             kv: None,
             host: HostKv {
                 shared: None,
-                own: HeadMajor::default(),
+                own: HeadMajor::empty(dtype),
                 max_positions,
             },
         }
@@ -191,7 +203,8 @@ impl<B: Backend> LayerCache<B> {
         (k, v)
     }
 
-    /// Appends the new positions' keys and values in host memory.
+    /// Appends the new positions' keys and values in host memory (narrowed to the cache's
+    /// [`KvDtype`]).
     ///
     /// # Shapes
     /// `k`, `v`: `[n, kv_heads · head_dim]`, position-major (as the projections write them).
@@ -236,19 +249,21 @@ pub struct KvCache<B: Backend> {
     layers: Vec<LayerCache<B>>,
     len: usize,
     max_positions: usize,
+    dtype: KvDtype,
 }
 
 impl<B: Backend> KvCache<B> {
     /// An empty cache for `num_layers` layers. Its host memory grows by doubling but never
     /// past room for `max_positions` positions (the model's context), so a full cache holds
-    /// exactly what it needs.
-    pub fn new(num_layers: usize, max_positions: usize) -> Self {
+    /// exactly what it needs. Host keys and values are stored as `dtype`.
+    pub fn new(num_layers: usize, max_positions: usize, dtype: KvDtype) -> Self {
         KvCache {
             layers: (0..num_layers)
-                .map(|_| LayerCache::new(max_positions))
+                .map(|_| LayerCache::new(max_positions, dtype))
                 .collect(),
             len: 0,
             max_positions,
+            dtype,
         }
     }
 
@@ -264,7 +279,7 @@ impl<B: Backend> KvCache<B> {
 
     /// Forgets every position.
     pub fn clear(&mut self) {
-        *self = KvCache::new(self.layers.len(), self.max_positions);
+        *self = KvCache::new(self.layers.len(), self.max_positions, self.dtype);
     }
 
     /// A copy for a new sequence continuing from the same positions (parallel samples, beams,
@@ -306,6 +321,7 @@ impl<B: Backend> KvCache<B> {
 #[cfg(test)]
 mod tests {
     use burn_flex::Flex;
+    use sieve_kernels::Dtype;
 
     use super::*;
 
@@ -317,7 +333,7 @@ mod tests {
     /// and whose values are their negatives.
     fn prompt(len: usize) -> (KvCache<Flex>, Vec<f32>) {
         let rows: Vec<f32> = (0..len * WIDTH).map(|i| i as f32).collect();
-        let mut cache = KvCache::new(1, usize::MAX);
+        let mut cache = KvCache::new(1, usize::MAX, KvDtype::F32);
         append(&mut cache, &rows);
         (cache, rows)
     }
@@ -338,7 +354,7 @@ mod tests {
                 for h in 0..KV_HEADS {
                     let (k, v) = (run.key(t, h), run.value(t, h));
                     assert_eq!(k.iter().map(|x| -x).collect::<Vec<_>>(), v);
-                    held.extend_from_slice(k);
+                    held.extend_from_slice(&k);
                 }
             }
         }
@@ -413,9 +429,40 @@ mod tests {
     }
 
     #[test]
+    fn a_bf16_cache_holds_rows_rounded_and_its_forks_and_cuts_keep_the_type() {
+        let mut cache = KvCache::<Flex>::new(1, usize::MAX, KvDtype::Bf16);
+        // Steps of 2^-9 near 1: most are not bf16 values.
+        let rows: Vec<f32> = (0..4 * WIDTH)
+            .map(|i| 1.0 + i as f32 * 2f32.powi(-9))
+            .collect();
+        append(&mut cache, &rows);
+        let rounded: Vec<f32> = rows
+            .iter()
+            .map(|&x| half::bf16::from_f32(x).to_f32())
+            .collect();
+        assert_ne!(rounded, rows);
+        assert_eq!(keys(&cache).0, rounded);
+        let mut fork = cache.fork();
+        append(&mut fork, &rows[..WIDTH]);
+        let (shared, own) = fork.layers[0].host();
+        assert_eq!((shared.dtype(), own.dtype()), (Dtype::Bf16, Dtype::Bf16));
+        assert_eq!(keys(&fork).0, [&rounded[..], &rounded[..WIDTH]].concat());
+        fork.truncate(2);
+        append(&mut fork, &rows[WIDTH..2 * WIDTH]);
+        assert_eq!(fork.layers[0].host().1.dtype(), Dtype::Bf16);
+        assert_eq!(
+            keys(&fork).0,
+            [&rounded[..2 * WIDTH], &rounded[WIDTH..2 * WIDTH]].concat()
+        );
+        fork.clear();
+        append(&mut fork, &rows[..WIDTH]);
+        assert_eq!(keys(&fork).0, rounded[..WIDTH]);
+    }
+
+    #[test]
     fn the_host_cache_grows_by_doubling_up_to_the_context() {
         let capacity = |cache: &KvCache<Flex>| cache.layers[0].host.own.capacity;
-        let mut cache = KvCache::new(1, 100);
+        let mut cache = KvCache::new(1, 100, KvDtype::F32);
         append(&mut cache, &[1.0; 30 * WIDTH]);
         assert_eq!(capacity(&cache), 30, "a prefill takes what it needs");
         append(&mut cache, &[2.0; WIDTH]);

@@ -25,6 +25,7 @@ pub mod block;
 pub mod cache;
 pub mod embedding;
 pub mod kernels;
+mod kv_elements;
 pub mod linear;
 mod loader;
 pub mod mask;
@@ -47,6 +48,7 @@ pub use norm::NormConfig;
 pub use rope::{RopeConfig, RopeScaling};
 pub use transformer::TransformerConfig;
 
+use crate::dtype::KvDtype;
 use crate::hf::Checkpoint;
 use crate::{Error, Result};
 use cache::KvCache;
@@ -68,6 +70,9 @@ pub struct Model<B: Backend> {
     pool: Vec<Option<KvCache<B>>>,
     /// See [`Model::weights_dtype`].
     weights_dtype: sieve_kernels::Dtype,
+    /// See [`Model::set_kv_dtype`].
+    kv_dtype: KvDtype,
+    kernels: Kernels,
     config: TransformerConfig,
     device: B::Device,
 }
@@ -93,12 +98,15 @@ impl<B: Backend> Model<B> {
             )?,
             Kernels::Backend => sieve_kernels::Dtype::F32,
         };
-        let cache = KvCache::new(config.layers.len(), config.context_len);
+        let kv_dtype = KvDtype::default();
+        let cache = KvCache::new(config.layers.len(), config.context_len, kv_dtype);
         Ok(Model {
             transformer,
             cache,
             pool: Vec::new(),
             weights_dtype,
+            kv_dtype,
+            kernels,
             config,
             device,
         })
@@ -114,6 +122,38 @@ impl<B: Backend> Model<B> {
     /// (widened on load).
     pub fn weights_dtype(&self) -> sieve_kernels::Dtype {
         self.weights_dtype
+    }
+
+    /// Keeps the keys and values of every cache opened from now on as `dtype` (see
+    /// [`KvDtype`]), and empties the single-sequence cache; sequences already open keep
+    /// theirs.
+    ///
+    /// # Errors
+    /// [`Error::KvDtypeUnavailable`] for `bf16`/`f16` when the model computes on a backend's
+    /// own kernels (CUDA), whose cache is `f32` tensors.
+    pub fn set_kv_dtype(&mut self, dtype: KvDtype) -> Result<()> {
+        if self.kernels == Kernels::Backend && dtype != KvDtype::F32 {
+            return Err(Error::KvDtypeUnavailable {
+                dtype: dtype.name(),
+            });
+        }
+        self.kv_dtype = dtype;
+        self.cache = self.new_cache();
+        Ok(())
+    }
+
+    /// How caches opened now keep keys and values.
+    pub fn kv_dtype(&self) -> KvDtype {
+        self.kv_dtype
+    }
+
+    /// An empty cache for one sequence.
+    fn new_cache(&self) -> KvCache<B> {
+        KvCache::new(
+            self.config.layers.len(),
+            self.config.context_len,
+            self.kv_dtype,
+        )
     }
 
     /// Bytes one weight takes in memory: the size of [`Model::weights_dtype`].
@@ -250,10 +290,8 @@ impl<B: Backend> BatchModel for Model<B> {
     }
 
     fn open(&mut self) -> SeqId {
-        self.insert(KvCache::new(
-            self.config.layers.len(),
-            self.config.context_len,
-        ))
+        let cache = self.new_cache();
+        self.insert(cache)
     }
 
     fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {

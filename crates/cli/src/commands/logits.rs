@@ -34,10 +34,9 @@ pub struct LogitsArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
-    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
-    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
-    #[arg(long, value_name = "TYPE")]
-    pub dtype: Option<String>,
+    /// `--dtype` and `--kv-cache`.
+    #[command(flatten)]
+    pub precision: model::PrecisionArgs,
     /// Print `{"tokens": [...], "logits": [...]}`
     #[arg(long)]
     pub json: bool,
@@ -49,7 +48,7 @@ pub struct LogitsArgs {
 /// Usage: bad flags, model directory, or tokens; runtime: a model failure.
 pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
+    let precision = model::precision(&args.precision, backend)?;
     let files = model::open_files(Some(&args.model))?;
     let tokens = model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?;
     let context = files.dir.context_len();
@@ -59,7 +58,7 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
             tokens.len()
         )));
     }
-    let mut open = model::load(files, backend, dtype)?;
+    let mut open = model::load(files, backend, precision)?;
     let rows: Vec<Vec<f32>> = if args.all_positions {
         open.model
             .forward_all(&tokens)

@@ -64,10 +64,9 @@ pub struct ServeArgs {
     /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
-    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
-    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
-    #[arg(long, value_name = "TYPE")]
-    pub dtype: Option<String>,
+    /// `--dtype` and `--kv-cache`.
+    #[command(flatten)]
+    pub precision: model::PrecisionArgs,
     /// Require `Authorization: Bearer KEY` on every route but /health and /metrics
     #[arg(long = "api-key", value_name = "KEY")]
     pub api_key: Option<String>,
@@ -93,7 +92,7 @@ pub struct ServeArgs {
 /// model does not load.
 pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
+    let precision = model::precision(&args.precision, backend)?;
     if let Some(text) = &args.sampler {
         pipeline::check(text, &registry)?;
     }
@@ -145,7 +144,11 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     };
     let detokenizer: Arc<dyn Detokenize + Send + Sync> = tokenizer;
     let load = move || {
-        dir.load_with_progress(backend, dtype, |_, _| {})
+        dir.load_with_progress(backend, precision.weights, |_, _| {})
+            .and_then(|mut model| {
+                model.set_kv_dtype(precision.kv)?;
+                Ok(model)
+            })
             .map_err(|e| Box::new(e) as BoxError)
     };
     let scheduler = Scheduler::start(load, detokenizer, Some(vocab), config)

@@ -28,8 +28,8 @@
 //! output rows between phases (a store and a load are exact), so a row's chain is the same
 //! steps in the same order whether it ran alone or beside others.
 
-use super::Lanes;
-use crate::LANES;
+use super::{Bf16, Elem, Lanes, F16, F32};
+use crate::{Dtype, LANES};
 
 /// One query row of a blocked attention call.
 #[derive(Debug, Clone, Copy)]
@@ -63,9 +63,11 @@ pub(crate) struct Scores {
 /// The values a block of rows sums over.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Values {
-    /// Position `t`'s value vector at `v + t · ldv`.
-    pub v: *const f32,
-    /// Floats between positions.
+    /// Position `t`'s value vector at element `t · ldv` from `v`.
+    pub v: *const u8,
+    /// How the values are stored (widened to `f32` exactly as they are loaded).
+    pub dtype: Dtype,
+    /// Elements between positions.
     pub ldv: usize,
     /// Width of a head.
     pub d: usize,
@@ -216,10 +218,20 @@ unsafe fn s1<L: Lanes, const R: usize, const C: usize>(
 /// rows are sorted by position; `L`'s features are enabled.
 #[inline(always)]
 pub(super) unsafe fn weighted_sums<L: Lanes>(rows: &[AttnRow], base: usize, v: &Values) {
+    match v.dtype {
+        Dtype::F32 => sums_of::<L, F32>(rows, base, v),
+        Dtype::Bf16 => sums_of::<L, Bf16>(rows, base, v),
+        Dtype::F16 => sums_of::<L, F16>(rows, base, v),
+    }
+}
+
+/// [`weighted_sums`] over values stored as `E`.
+#[inline(always)]
+unsafe fn sums_of<L: Lanes, E: Elem>(rows: &[AttnRow], base: usize, v: &Values) {
     let Some(last) = rows.last() else { return };
     // A run of positions at a time (about 16 KiB of values: they stay in L1), each row
     // taking its part of the run; runs go in increasing order, so every chain does too.
-    let step = (PASS_BYTES / (v.d.max(1) * 4)).max(LANES);
+    let step = (PASS_BYTES / (v.d.max(1) * E::DTYPE.size())).max(LANES);
     let mut p0 = rows[0].lo;
     while p0 < last.hi {
         let p1 = (p0 + step).min(last.hi);
@@ -233,22 +245,22 @@ pub(super) unsafe fn weighted_sums<L: Lanes>(rows: &[AttnRow], base: usize, v: &
             if lo >= hi {
                 for row in group {
                     let (a, b) = part(row);
-                    sum_rows::<L, 1>(&[*row], a, b, base, v);
+                    sum_rows::<L, E, 1>(&[*row], a, b, base, v);
                 }
             } else {
                 for row in group {
-                    sum_rows::<L, 1>(&[*row], part(row).0, lo, base, v);
+                    sum_rows::<L, E, 1>(&[*row], part(row).0, lo, base, v);
                 }
                 match r {
-                    1 => sum_rows::<L, 1>(group, lo, hi, base, v),
-                    2 => sum_rows::<L, 2>(group, lo, hi, base, v),
-                    3 => sum_rows::<L, 3>(group, lo, hi, base, v),
-                    4 => sum_rows::<L, 4>(group, lo, hi, base, v),
-                    5 => sum_rows::<L, 5>(group, lo, hi, base, v),
+                    1 => sum_rows::<L, E, 1>(group, lo, hi, base, v),
+                    2 => sum_rows::<L, E, 2>(group, lo, hi, base, v),
+                    3 => sum_rows::<L, E, 3>(group, lo, hi, base, v),
+                    4 => sum_rows::<L, E, 4>(group, lo, hi, base, v),
+                    5 => sum_rows::<L, E, 5>(group, lo, hi, base, v),
                     other => unreachable!("no sum tile for {other} rows"),
                 }
                 for row in group {
-                    sum_rows::<L, 1>(&[*row], hi, part(row).1, base, v);
+                    sum_rows::<L, E, 1>(&[*row], hi, part(row).1, base, v);
                 }
             }
             j += r;
@@ -259,7 +271,7 @@ pub(super) unsafe fn weighted_sums<L: Lanes>(rows: &[AttnRow], base: usize, v: &
 
 /// Positions `t0..t1` of `R` rows' weighted sums, four vectors (64 outputs) at a time.
 #[inline(always)]
-unsafe fn sum_rows<L: Lanes, const R: usize>(
+unsafe fn sum_rows<L: Lanes, E: Elem, const R: usize>(
     rows: &[AttnRow],
     t0: usize,
     t1: usize,
@@ -271,27 +283,31 @@ unsafe fn sum_rows<L: Lanes, const R: usize>(
     }
     let e: [*const f32; R] = std::array::from_fn(|r| rows[r].scores.cast_const().add(t0 - base));
     let out: [*mut f32; R] = std::array::from_fn(|r| rows[r].out);
-    let vals = v.v.add(t0 * v.ldv);
+    let size = E::DTYPE.size();
+    let vals = v.v.add(t0 * v.ldv * size);
     let mut i0 = 0;
     while i0 + 4 * LANES <= v.d {
-        block::<L, R, 4>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, LANES, v.ahead);
+        let at = vals.add(i0 * size);
+        block::<L, E, R, 4>(&e, t1 - t0, at, v.ldv, &out, i0, LANES, v.ahead);
         i0 += 4 * LANES;
     }
     while i0 < v.d {
         let len = (v.d - i0).min(LANES);
-        block::<L, R, 1>(&e, t1 - t0, vals.add(i0), v.ldv, &out, i0, len, v.ahead);
+        let at = vals.add(i0 * size);
+        block::<L, E, R, 1>(&e, t1 - t0, at, v.ldv, &out, i0, len, v.ahead);
         i0 += len;
     }
 }
 
-/// `Q` vectors of outputs `i0..` for `R` rows over `nt` positions (the last vector `len`
-/// lanes wide), asking for the values `ahead` positions on (none when `0`).
+/// `Q` vectors of outputs `i0..` for `R` rows over `nt` positions (values of type `E`, `ldv`
+/// elements apart; the last vector `len` lanes wide), asking for the values `ahead`
+/// positions on (none when `0`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn block<L: Lanes, const R: usize, const Q: usize>(
+unsafe fn block<L: Lanes, E: Elem, const R: usize, const Q: usize>(
     e: &[*const f32; R],
     nt: usize,
-    v: *const f32,
+    v: *const u8,
     ldv: usize,
     out: &[*mut f32; R],
     i0: usize,
@@ -304,17 +320,23 @@ unsafe fn block<L: Lanes, const R: usize, const Q: usize>(
             *aq = load::<L>(o.add(i0 + q * LANES), len);
         }
     }
+    let size = E::DTYPE.size();
     for t in 0..nt {
-        let row = v.add(t * ldv);
+        let row = v.add(t * ldv * size);
         if ahead > 0 {
-            // One cache line per vector; a prefetch past the cache reads nothing.
+            // At most one cache line per vector; a prefetch past the cache reads nothing.
             for q in 0..Q {
-                L::prefetch(row.wrapping_add(ahead * ldv + q * LANES).cast());
+                L::prefetch(row.wrapping_add((ahead * ldv + q * LANES) * size));
             }
         }
         let mut vt = [L::zero(); Q];
         for (q, x) in vt.iter_mut().enumerate() {
-            *x = load::<L>(row.add(q * LANES), len);
+            let at = row.add(q * LANES * size);
+            *x = if len == LANES {
+                E::load::<L>(at)
+            } else {
+                E::load_part::<L>(at, len)
+            };
         }
         for (a, &er) in acc.iter_mut().zip(e) {
             let et = L::splat(*er.add(t));

@@ -45,10 +45,9 @@ pub struct BenchModelArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
-    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
-    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
-    #[arg(long, value_name = "TYPE")]
-    pub dtype: Option<String>,
+    /// `--dtype` and `--kv-cache`.
+    #[command(flatten)]
+    pub precision: model::PrecisionArgs,
     /// Threads the model computes on and the bandwidth is measured with (default: one per core)
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -143,6 +142,8 @@ pub struct ModelReport {
     pub threads: usize,
     /// The element type the weight matrices were kept in (`--dtype`, resolved).
     pub dtype: String,
+    /// The element type of the key/value cache (`--kv-cache`).
+    pub kv_cache: String,
     /// Seconds to load the weights (directory already read).
     #[serde(serialize_with = "sieve::outcome::json_f64")]
     pub load_s: f64,
@@ -174,7 +175,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => Vec::new(),
     };
     let backend = model::backend(args.backend.as_deref())?;
-    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
+    let precision = model::precision(&args.precision, backend)?;
     model::threads(args.threads)?;
     let files = model::open_files(Some(&args.model))?;
     let draft_tokens = match (&args.draft, args.lookup) {
@@ -196,7 +197,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         None => None,
     };
     let t = std::time::Instant::now();
-    let mut open = model::load(files, backend, dtype)?;
+    let mut open = model::load(files, backend, precision)?;
     let load_s = t.elapsed().as_secs_f64();
     let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
     if args.prompt_len + args.generate > context {
@@ -263,7 +264,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let speculative = match draft_tokens {
         Some(k) => {
             let mut draft = match draft_files {
-                Some(files) => Some(model::load(files, backend, dtype)?),
+                Some(files) => Some(model::load(files, backend, precision)?),
                 None => None,
             };
             Some(compare_speculative(
@@ -293,6 +294,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_vs_floor: decode.median / decode_floor_ms,
         threads,
         dtype: open.model.weights_dtype().to_string(),
+        kv_cache: open.model.kv_dtype().to_string(),
         load_s,
         peak_rss_bytes,
         batches,
@@ -307,10 +309,11 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         let mut text = String::new();
         let _ = writeln!(
             text,
-            "model:    {} ({} backend, {} weights)",
+            "model:    {} ({} backend, {} weights, {} kv cache)",
             args.model.display(),
             report.backend,
-            report.dtype
+            report.dtype,
+            report.kv_cache
         );
         let _ = writeln!(
             text,

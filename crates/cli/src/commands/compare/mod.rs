@@ -66,10 +66,9 @@ pub struct CompareArgs {
     /// ndarray, flex or cuda
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
-    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
-    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
-    #[arg(long, value_name = "TYPE")]
-    pub dtype: Option<String>,
+    /// `--dtype` and `--kv-cache`.
+    #[command(flatten)]
+    pub precision: model::PrecisionArgs,
     /// Print the report as JSON instead of a table
     #[arg(long)]
     pub json: bool,
@@ -146,7 +145,7 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
+    let precision = model::precision(&args.precision, backend)?;
     for text in &args.sampler {
         pipeline::check(text, registry)?;
     }
@@ -165,7 +164,7 @@ pub fn run(
         encoded.push(ids);
     }
     let samples = usize::try_from(args.samples).unwrap_or(usize::MAX);
-    let mut open = model::load(files, backend, dtype)?;
+    let mut open = model::load(files, backend, precision)?;
     let mut reports = Vec::with_capacity(args.sampler.len());
     for text in &args.sampler {
         let mut runs: Vec<Vec<Generation>> = Vec::with_capacity(encoded.len());

@@ -85,10 +85,9 @@ pub struct GenerateArgs {
     /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
-    /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
-    /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
-    #[arg(long, value_name = "TYPE")]
-    pub dtype: Option<String>,
+    /// `--dtype` and `--kv-cache`.
+    #[command(flatten)]
+    pub precision: model::PrecisionArgs,
     /// Threads the model computes on (default: one per core); the output does not depend on it
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -167,7 +166,7 @@ pub fn default_pipeline(config: &GenerationConfig) -> Option<String> {
 /// a model or stage failure.
 pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
-    let dtype = model::dtype(args.dtype.as_deref(), backend)?;
+    let precision = model::precision(&args.precision, backend)?;
     model::threads(args.threads)?;
     if let Some(text) = &args.sampler {
         pipeline::check(text, registry)?;
@@ -234,7 +233,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         seed,
         backend: backend.name(),
     };
-    let mut open = model::load(files, backend, dtype)?;
+    let mut open = model::load(files, backend, precision)?;
     // Set by Ctrl-C, and below when stdout has gone: the loop stops before the next token.
     let cancel = Arc::new(AtomicBool::new(false));
     // Should registering fail, Ctrl-C kills the process as it would without a handler.
@@ -275,7 +274,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         let request = speculative::Request {
             source,
             backend,
-            dtype,
+            precision,
             pipeline: &text,
             registry,
             prompt: &prompt,

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use sieve_backends::{BackendKind, LoadedModel, WeightDtype};
+use sieve_backends::{BackendKind, LoadedModel};
 use sieve_core::{BuildContext, Pipeline, Registry};
 use sieve_engine::{
     generate_speculative, Drafter, FinishReason, GenerateOptions, SpeculativeOptions,
@@ -91,8 +91,8 @@ pub struct Request<'a> {
     pub source: Source,
     /// The backend both models run on.
     pub backend: BackendKind,
-    /// The weight dtype of both models.
-    pub dtype: WeightDtype,
+    /// The weight and cache element types of both models.
+    pub precision: model::Precision,
     /// The pipeline's text (a second copy is built for the draft).
     pub pipeline: &'a str,
     /// The stages known.
@@ -137,7 +137,9 @@ pub fn run(
 ) -> Result<(), Failure> {
     let draft_tokens = request.source.tokens();
     let mut draft_model = match request.source {
-        Source::Model { files, .. } => Some(model::load(*files, request.backend, request.dtype)?),
+        Source::Model { files, .. } => {
+            Some(model::load(*files, request.backend, request.precision)?)
+        }
         Source::Lookup(_) => None,
     };
     let mut draft_pipeline = pipeline::compile(request.pipeline, request.registry, cx)?.pipeline;
