@@ -82,25 +82,30 @@ pub struct Precision {
 /// # Errors
 /// Usage: an unknown name, or a type the backend cannot keep weights or its cache in.
 pub fn precision(args: &PrecisionArgs, backend: BackendKind) -> Result<Precision, Failure> {
-    let weights = match &args.dtype {
-        None => WeightDtype::Auto,
-        Some(name) => name
-            .parse::<WeightDtype>()
-            .map_err(|e| Failure::usage(format!("--dtype: {e}")))?,
-    };
-    backend
-        .check_dtype(weights)
-        .map_err(|e| Failure::usage(e.to_string()))?;
-    let kv = match &args.kv_cache {
-        None => KvDtype::F32,
-        Some(name) => name
-            .parse::<KvDtype>()
-            .map_err(|e| Failure::usage(format!("--kv-cache: {e}")))?,
-    };
-    backend
-        .check_kv_dtype(kv)
-        .map_err(|e| Failure::usage(e.to_string()))?;
+    let weights: WeightDtype = parsed("--dtype", args.dtype.as_deref())?;
+    let kv: KvDtype = parsed("--kv-cache", args.kv_cache.as_deref())?;
+    let unavailable = |e: sieve_backends::Error| Failure::usage(e.to_string());
+    backend.check_dtype(weights).map_err(unavailable)?;
+    backend.check_kv_dtype(kv).map_err(unavailable)?;
     Ok(Precision { weights, kv })
+}
+
+/// The value of `option` named `name`, or the type's default when the option is absent.
+///
+/// # Errors
+/// Usage: a name the type does not know, with the option's name before its message.
+fn parsed<T>(option: &str, name: Option<&str>) -> Result<T, Failure>
+where
+    T: std::str::FromStr + Default,
+    T::Err: std::fmt::Display,
+{
+    name.map_or_else(
+        || Ok(T::default()),
+        |name| {
+            name.parse()
+                .map_err(|e| Failure::usage(format!("{option}: {e}")))
+        },
+    )
 }
 
 /// Applies `--threads` (before anything computes): `None` keeps one thread per core.
