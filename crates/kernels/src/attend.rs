@@ -33,6 +33,7 @@
 
 use std::cell::RefCell;
 
+use crate::dtype::{bf16_to_f32, f16_to_f32};
 use crate::reference::fold;
 use crate::simd::{self, AttnRow, Gemm, Scores, Values};
 use crate::team::{self, SendPtr};
@@ -207,15 +208,8 @@ impl<'a> KeysValues<'a> {
             keys.len(),
             values.len()
         );
-        KeysValues {
-            keys: bytes_of(keys),
-            values: bytes_of(values),
-            dtype: T::DTYPE,
-            len: keys.len() / width,
-            head_dim,
-            head_stride: head_dim,
-            position_stride: width,
-        }
+        let len = keys.len() / width;
+        KeysValues::of(keys, values, len, head_dim, head_dim, width)
     }
 
     /// Head-major runs: `keys` and `values` are `[kv_heads, capacity, head_dim]` each, of
@@ -241,14 +235,26 @@ impl<'a> KeysValues<'a> {
             keys.len(),
             values.len()
         );
+        KeysValues::of(keys, values, len, head_dim, head, head_dim)
+    }
+
+    /// A run over `keys` and `values` with the given strides (checked by the callers).
+    fn of<T: CacheElement>(
+        keys: &'a [T],
+        values: &'a [T],
+        len: usize,
+        head_dim: usize,
+        head_stride: usize,
+        position_stride: usize,
+    ) -> Self {
         KeysValues {
             keys: bytes_of(keys),
             values: bytes_of(values),
             dtype: T::DTYPE,
             len,
             head_dim,
-            head_stride: head,
-            position_stride: head_dim,
+            head_stride,
+            position_stride,
         }
     }
 
@@ -297,8 +303,24 @@ impl<'a> KeysValues<'a> {
         let size = self.dtype.size();
         let at = self.offset(t, kv_head) * size;
         let bytes = &bytes[at..at + self.head_dim * size];
-        for (i, x) in row.iter_mut().enumerate() {
-            *x = self.dtype.get(bytes, i);
+        // One loop per type (the prefill path widens every key of the cache per call).
+        let halves = bytes
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]));
+        match self.dtype {
+            Dtype::F32 => {
+                for (x, b) in row.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            Dtype::Bf16 => row
+                .iter_mut()
+                .zip(halves)
+                .for_each(|(x, h)| *x = bf16_to_f32(h)),
+            Dtype::F16 => row
+                .iter_mut()
+                .zip(halves)
+                .for_each(|(x, h)| *x = f16_to_f32(h)),
         }
     }
 
