@@ -7,7 +7,7 @@
 use crate::detok::IncrementalDecoder;
 use crate::model::{Detokenize, SkipSpecial};
 use crate::stats::FinishReason;
-use crate::stop::StopStrings;
+use crate::stop::{Scanned, StopScan, StopStrings};
 use crate::Result;
 
 /// The rules that end a sequence, and which tokens its text shows.
@@ -47,7 +47,10 @@ pub struct Emitter<'f> {
     prompt_len: usize,
     history: Vec<u32>,
     decoder: IncrementalDecoder,
+    /// Text decoded but not emitted: the end of the text that may still become a stop string.
     pending: String,
+    /// The stop strings' automaton after the text so far (kept in step with `pending`).
+    scan: StopScan,
     emitted: String,
     on_text: &'f mut dyn FnMut(&str),
 }
@@ -77,6 +80,7 @@ impl<'f> Emitter<'f> {
             history: prompt.to_vec(),
             decoder: IncrementalDecoder::new(detokenizer, prompt)?,
             pending: String::new(),
+            scan: StopScan::default(),
             emitted: String::new(),
             on_text,
         })
@@ -175,18 +179,27 @@ impl<'f> Emitter<'f> {
 
     /// Adds `delta`; emits what can no longer be part of a stop string. Returns `true` when a
     /// stop string is complete (the text before it is emitted, the rest dropped).
+    ///
+    /// Only `delta` is scanned (the automaton state carries the text before it), and what is
+    /// pending is exactly what the scan held back, so a stop string that ends in `delta`
+    /// starts within `pending + delta`.
     fn push_text(&mut self, delta: &str, stops: &StopStrings) -> bool {
+        let before = self.pending.len();
         self.pending.push_str(delta);
-        if let Some(m) = stops.find(&self.pending) {
-            let before = self.pending[..m.start].to_string();
-            self.emit(&before);
-            self.pending.clear();
-            return true;
+        match stops.scan(&mut self.scan, delta) {
+            Scanned::Stop { end, len, .. } => {
+                let start = before + end - len;
+                self.pending.truncate(start);
+                let out = std::mem::take(&mut self.pending);
+                self.emit(&out);
+                true
+            }
+            Scanned::Partial { held } => {
+                let ready = self.pending.len() - held;
+                let out: String = self.pending.drain(..ready).collect();
+                self.emit(&out);
+                false
+            }
         }
-        let keep = stops.partial_len(&self.pending);
-        let ready = self.pending.len() - keep;
-        let out: String = self.pending.drain(..ready).collect();
-        self.emit(&out);
-        false
     }
 }

@@ -21,6 +21,10 @@ pub enum Error {
     /// An empty stop string (it would stop before the first character).
     #[error("stop strings must not be empty")]
     EmptyStop,
+    /// Too many stop strings, or one too long (see [`crate::stop::MAX_STOP_STRINGS`] and
+    /// [`crate::stop::MAX_STOP_BYTES`]).
+    #[error(transparent)]
+    StopLimit(#[from] crate::stop::StopLimit),
     /// A logits vector of another length than the model's vocabulary.
     #[error("the model returned {found} logits, expected {expected}")]
     LogitsLength {

@@ -74,7 +74,8 @@ pub struct GenerateArgs {
     /// Most tokens to generate
     #[arg(long = "max-tokens", short = 'n', value_name = "N")]
     pub max_tokens: Option<usize>,
-    /// Stop when the text contains this string (repeatable); it is not printed
+    /// Stop when the text contains this string (repeatable: at most 16, of at most 256 bytes
+    /// each); it is not printed
     #[arg(long, value_name = "S")]
     pub stop: Vec<String>,
     /// Write special tokens (BOS, EOS, chat markers) into the text; by default they are left
@@ -356,7 +357,9 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
 /// the rest runtime.
 fn engine_failure(e: sieve_engine::Error) -> Failure {
     match e {
-        sieve_engine::Error::EmptyStop => Failure::usage(format!("--stop: {e}")),
+        sieve_engine::Error::EmptyStop | sieve_engine::Error::StopLimit(_) => {
+            Failure::usage(format!("--stop: {e}"))
+        }
         sieve_engine::Error::BeamSelector { .. } | sieve_engine::Error::BeamOptions(_) => {
             Failure::usage(format!("--beams: {e}"))
         }
