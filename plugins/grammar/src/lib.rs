@@ -53,11 +53,13 @@
 //! rejection) and mistral.rs (the same), the mask is always applied: the result does not
 //! depend on whether the unmasked pipeline would have picked a valid token.
 
+use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Vocab};
 use toktrie::SimpleVob;
 
 pub mod constraint;
+pub mod depth;
 pub mod env;
 pub mod source;
 
@@ -97,8 +99,39 @@ fn failed(message: String) -> Error {
 }
 
 /// A parser for `source` from `factory`; `param` names the argument in errors.
-fn compile(factory: &ParserFactory, source: &Source, param: &str) -> Result<Matcher, Error> {
-    let parser = factory.create_parser(source.to_grammar()).map_err(|e| {
+///
+/// The grammar's depth is checked first ([`depth::check_depth`]), then llguidance compiles it
+/// on a thread with [`depth::COMPILE_STACK_BYTES`] of stack, so no grammar can overflow the
+/// caller's stack (a server's worker, a command's main thread).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] on `param` for a grammar too deep or one llguidance does not
+/// compile; [`Error::Stage`] when the thread cannot be started.
+pub fn compile(factory: &ParserFactory, source: &Source, param: &str) -> Result<Matcher, Error> {
+    depth::check_depth(param, source)?;
+    let grammar = source.to_grammar();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("sieve-grammar-compile".into())
+            .stack_size(depth::COMPILE_STACK_BYTES)
+            .spawn_scoped(scope, || compile_here(factory, grammar, param))
+            .map_err(|e| {
+                failed(format!(
+                    "cannot start the thread that compiles the grammar: {e}"
+                ))
+            })?
+            .join()
+            .unwrap_or_else(|_| Err(failed("llguidance panicked compiling the grammar".into())))
+    })
+}
+
+/// Compiles `grammar` on the calling thread.
+fn compile_here(
+    factory: &ParserFactory,
+    grammar: TopLevelGrammar,
+    param: &str,
+) -> Result<Matcher, Error> {
+    let parser = factory.create_parser(grammar).map_err(|e| {
         invalid(
             param,
             format!("the grammar does not compile: {}", e.to_string().trim_end()),

@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use llguidance::api::TopLevelGrammar;
+
+use crate::depth::MAX_GRAMMAR_BYTES;
 use sieve_plugin::Error;
 
 /// The parameters that name a grammar, in the order the stage declares them.
@@ -66,6 +68,9 @@ impl Source {
                 ))
             }
         };
+        if param != "file" {
+            crate::depth::check_length(param, text)?;
+        }
         let source = match param {
             "json_schema" => Source::json(param, text)?,
             "regex" => Source::Regex(text.to_string()),
@@ -100,8 +105,7 @@ impl Source {
                 ))
             }
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid("file", format!("cannot read `{path}`: {e}")))?;
+        let text = read_bounded(path)?;
         if kind == "json" {
             Source::json("file", &text)
         } else {
@@ -110,6 +114,9 @@ impl Source {
     }
 
     /// The llguidance grammar.
+    ///
+    /// Compile it through [`crate::compile`], which checks its depth and gives it a stack of
+    /// its own; llguidance's compiler recurses as deep as the grammar nests.
     pub fn to_grammar(&self) -> TopLevelGrammar {
         match self {
             Source::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.clone()),
@@ -117,4 +124,23 @@ impl Source {
             Source::Lark(text) => TopLevelGrammar::from_lark(text.clone()),
         }
     }
+}
+
+/// The text of grammar file `path`, refused past [`MAX_GRAMMAR_BYTES`] without reading more
+/// than one byte beyond the limit.
+fn read_bounded(path: &str) -> Result<String, Error> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| invalid("file", format!("cannot read `{path}`: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_GRAMMAR_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > MAX_GRAMMAR_BYTES {
+        return Err(invalid(
+            "file",
+            format!("`{path}` is longer than {MAX_GRAMMAR_BYTES} bytes, the most accepted"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| invalid("file", format!("`{path}` is not UTF-8: {e}")))
 }

@@ -576,3 +576,165 @@ fn eos_is_accepted_where_the_mask_allowed_it() {
         assert_eq!(allowed(&mut g, 7, &[2, 6]), [6], "{rx}");
     }
 }
+
+/// `{"$ref": "#/$defs/r0", "$defs": {…}}` with definition `r{i}` made by `step(i + 1)`
+/// (which refers to the next one), and the last one a plain integer.
+fn schema_chain(n: usize, step: impl Fn(usize) -> String) -> String {
+    let mut defs: Vec<String> = (0..n)
+        .map(|i| format!("\"r{i}\": {}", step(i + 1)))
+        .collect();
+    defs.push(format!("\"r{n}\": {{\"type\": \"integer\"}}"));
+    format!(
+        "{{\"$ref\": \"#/$defs/r0\", \"$defs\": {{{}}}}}",
+        defs.join(", ")
+    )
+}
+
+/// The four schema shapes that overflowed a 2 MiB stack in llguidance's compiler, each `n`
+/// references long: a bare `$ref` chain, nested object properties, `allOf` and `anyOf`.
+fn deep_schemas(n: usize) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "$ref",
+            schema_chain(n, |j| format!("{{\"$ref\": \"#/$defs/r{j}\"}}")),
+        ),
+        (
+            "properties",
+            schema_chain(n, |j| {
+                format!(
+                    "{{\"type\": \"object\", \"properties\": {{\"a\": {{\"$ref\": \"#/$defs/r{j}\"}}}}}}"
+                )
+            }),
+        ),
+        (
+            "allOf",
+            schema_chain(n, |j| {
+                format!("{{\"allOf\": [{{\"$ref\": \"#/$defs/r{j}\"}}]}}")
+            }),
+        ),
+        (
+            "anyOf",
+            schema_chain(n, |j| {
+                format!("{{\"anyOf\": [{{\"$ref\": \"#/$defs/r{j}\"}}, {{\"type\": \"null\"}}]}}")
+            }),
+        ),
+    ]
+}
+
+/// `start: r0`, `r0: r1`, …: `n` chained Lark rules.
+fn lark_chain(n: usize) -> String {
+    let mut g = String::from("start: r0\n");
+    for i in 0..n {
+        g += &format!("r{i}: r{}\n", i + 1);
+    }
+    g + &format!("r{n}: \"x\"\n")
+}
+
+/// Builds the stage for `args` on a thread with a 256 KiB stack, as small as any caller's:
+/// the compilation must not depend on the caller's stack.
+fn create_on_small_stack(args: [String; 4]) -> Result<Grammar, Error> {
+    std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let v = vocab(&["{", "}", "a", "x", "1", "null", "</s>"], &[6]);
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            create([a[0], a[1], a[2], a[3]], Some(&v))
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+fn schema_args(schema: String) -> [String; 4] {
+    [schema, String::new(), String::new(), String::new()]
+}
+
+fn lark_args(grammar: String) -> [String; 4] {
+    [String::new(), String::new(), grammar, String::new()]
+}
+
+#[test]
+fn grammars_that_overflowed_the_compiler_now_compile_on_its_own_stack() {
+    // The repros of the server crash, from a caller with a small stack: 300 references in
+    // each shape (which overflowed a 2 MiB stack for all but the bare chain), the 24 KB chain
+    // of 700 bare references, and 700 chained Lark rules.
+    for (shape, schema) in deep_schemas(300) {
+        let built = create_on_small_stack(schema_args(schema));
+        assert!(built.is_ok(), "{shape}: {:?}", built.err());
+    }
+    let (_, chain) = &deep_schemas(700)[0];
+    assert!(create_on_small_stack(schema_args(chain.clone())).is_ok());
+    assert!(create_on_small_stack(lark_args(lark_chain(700))).is_ok());
+}
+
+#[test]
+fn grammars_at_the_depth_bounds_compile_without_overflowing() {
+    // Each shape as deep as the bounds let through (three objects and arrays a step for the
+    // nested shapes, one for the bare chain; two for the root and `$defs`), in this
+    // unoptimized build, where the compiler's frames are largest.
+    let nested = (depth::MAX_SCHEMA_DEPTH - 3) / 3;
+    for (shape, schema) in deep_schemas(nested) {
+        let source = Source::JsonSchema(serde_json::from_str(&schema).unwrap());
+        assert!(
+            depth::schema_depth(match &source {
+                Source::JsonSchema(s) => s,
+                _ => unreachable!(),
+            }) <= depth::MAX_SCHEMA_DEPTH
+        );
+        let built = create_on_small_stack(schema_args(schema));
+        assert!(built.is_ok(), "{shape}: {:?}", built.err());
+    }
+    let bare = &deep_schemas(depth::MAX_SCHEMA_DEPTH - 3)[0].1;
+    assert!(create_on_small_stack(schema_args(bare.clone())).is_ok());
+    let rules = lark_chain(depth::MAX_LARK_DEPTH - 2);
+    assert_eq!(depth::lark_depth(&rules), depth::MAX_LARK_DEPTH);
+    assert!(create_on_small_stack(lark_args(rules)).is_ok());
+}
+
+#[test]
+fn grammars_past_the_depth_bounds_are_refused_before_compiling() {
+    for (shape, schema) in deep_schemas(depth::MAX_SCHEMA_DEPTH) {
+        let e = create_on_small_stack(schema_args(schema)).err().unwrap();
+        let m = e.to_string();
+        assert!(
+            m.contains("json_schema") && m.contains("levels deep"),
+            "{shape}: {m}"
+        );
+        assert!(
+            m.contains(&format!("at most {}", depth::MAX_SCHEMA_DEPTH)),
+            "{m}"
+        );
+    }
+    let e = create_on_small_stack(lark_args(lark_chain(3000)))
+        .err()
+        .unwrap();
+    let m = e.to_string();
+    assert!(m.contains("lark") && m.contains("3002 levels deep"), "{m}");
+    // A Lark grammar hiding a deep schema behind `%json` (the schema's depth counts in the
+    // grammar's).
+    let (_, schema) = &deep_schemas(depth::MAX_LARK_DEPTH)[0];
+    let hidden = format!("start: r0\nr0: %json {schema}\n");
+    let e = create_on_small_stack(lark_args(hidden)).err().unwrap();
+    assert!(e.to_string().contains("levels deep"), "{e}");
+}
+
+#[test]
+fn grammar_text_past_the_length_bound_is_refused_unparsed() {
+    let long = format!("\"{}\"", "a".repeat(depth::MAX_GRAMMAR_BYTES));
+    let e = create_on_small_stack(schema_args(long)).err().unwrap();
+    assert!(e.to_string().contains("bytes long"), "{e}");
+    let dir = std::env::temp_dir().join(format!("sieve-grammar-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("long.lark");
+    std::fs::write(
+        &path,
+        format!("start: \"{}\"", "a".repeat(depth::MAX_GRAMMAR_BYTES)),
+    )
+    .unwrap();
+    let file = path.to_str().unwrap().to_string();
+    let e = create_on_small_stack([String::new(), String::new(), String::new(), file])
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("longer than"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
