@@ -19,7 +19,7 @@
 //! breaker. This works without a vocabulary (llama.cpp's `llama_sampler_init_dry_testing`
 //! takes breakers the same way).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use sieve_plugin::Vocab;
 
@@ -28,10 +28,17 @@ pub const MAX_BREAKER_BYTES: usize = 40;
 /// The longest tail kept, in tokens (llama.cpp's `MAX_SEQ_LEN`).
 pub const MAX_TAIL_TOKENS: usize = 20;
 
+/// The most breakers a `dry` stage takes (llama.cpp's default has 4; each string breaker
+/// costs a pass over the vocabulary when the stage is built).
+pub const MAX_BREAKERS: usize = 256;
+
 /// Head token → distinct tails.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Breakers {
     tails: BTreeMap<u32, Vec<Vec<u32>>>,
+    /// Every `(head, tail)` inserted, so that adding one is a hash lookup, not a scan of the
+    /// head's tails.
+    seen: HashSet<(u32, Vec<u32>)>,
 }
 
 impl Breakers {
@@ -82,9 +89,8 @@ impl Breakers {
     }
 
     fn insert(&mut self, head: u32, tail: Vec<u32>) {
-        let tails = self.tails.entry(head).or_default();
-        if !tails.contains(&tail) {
-            tails.push(tail);
+        if self.seen.insert((head, tail.clone())) {
+            self.tails.entry(head).or_default().push(tail);
         }
     }
 

@@ -38,7 +38,9 @@
 //!   when the stage is built (an error without one: give token ids then), or lists of token
 //!   ids `[head, tail…]`, which work without a vocabulary (as `sieve apply` runs). See
 //!   [`breakers`] for how strings become tokens, and the one approximation there (the tail of
-//!   a multi-token breaker is split greedily, as the plugin has no tokenizer).
+//!   a multi-token breaker is split greedily, as the plugin has no tokenizer). At most
+//!   [`breakers::MAX_BREAKERS`] breakers (each string costs one pass over the vocabulary to
+//!   build); repeated ones are kept once.
 //! - The stage reads the history from the step context on every call; it keeps no state, so
 //!   `accept` and `reset` have nothing to do.
 //!
@@ -146,6 +148,16 @@ fn invalid(param: &str, message: String) -> Error {
 
 /// Resolves the breakers, through `vocab` for strings.
 fn resolve(list: &[Breaker], vocab: Option<&Vocab>) -> Result<Breakers, Error> {
+    if list.len() > breakers::MAX_BREAKERS {
+        return Err(invalid(
+            "breakers",
+            format!(
+                "{} breakers given; at most {} are accepted",
+                list.len(),
+                breakers::MAX_BREAKERS
+            ),
+        ));
+    }
     let mut out = Breakers::new();
     for (i, b) in list.iter().enumerate() {
         match b {

@@ -281,3 +281,17 @@ fn breakers_read_from_strings_or_id_lists() {
         "breaker 0: -1 is not a token id"
     );
 }
+
+#[test]
+fn the_number_of_breakers_is_bounded_and_repeats_are_kept_once() {
+    let many = vec![Breaker::Ids(vec![1]); crate::breakers::MAX_BREAKERS + 1];
+    let err = create(many, None).unwrap_err().to_string();
+    assert!(
+        err.contains("257 breakers given; at most 256 are accepted"),
+        "{err}"
+    );
+    // The most breakers, all the same: one tail for the head.
+    let same = vec![Breaker::Ids(vec![1, 2]); crate::breakers::MAX_BREAKERS];
+    let stage = create(same, None).unwrap();
+    assert_eq!(stage.breakers.tails(1), [vec![2]]);
+}
