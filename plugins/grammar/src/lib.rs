@@ -58,6 +58,7 @@ use llguidance::{Matcher, ParserFactory};
 use sieve_plugin::{BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Vocab};
 use toktrie::SimpleVob;
 
+pub mod cache;
 pub mod constraint;
 pub mod depth;
 pub mod env;
@@ -149,16 +150,27 @@ fn compile_here(
 
 impl Grammar {
     /// The stage for `source` over `vocab`; `param` names the argument that gave the source.
+    /// A grammar compiled lately over the same vocabulary is copied, not compiled again (see
+    /// [`cache`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] on `param` when the grammar does not compile;
     /// [`Error::Stage`] for a vocabulary llguidance cannot use.
     pub fn new(source: &Source, param: &str, vocab: &Vocab) -> Result<Self, Error> {
-        let env = env::tok_env(vocab)?;
-        let factory = env::factory(&env)?;
-        let matcher = compile(&factory, source, param)?;
+        let key = cache::Key::new(source, vocab);
+        let compiled = match cache::get(&key) {
+            Some(compiled) => compiled,
+            None => {
+                let env = env::tok_env(vocab)?;
+                let factory = env::factory(&env)?;
+                let matcher = compile(&factory, source, param)?;
+                let compiled = cache::Compiled { env, matcher };
+                cache::put(key, compiled.clone());
+                compiled
+            }
+        };
         Ok(Grammar {
-            constraint: Constraint::new(matcher, env),
+            constraint: Constraint::new(compiled.matcher, compiled.env),
             ids: Vec::new(),
             logits: Vec::new(),
         })

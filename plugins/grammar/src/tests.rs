@@ -738,3 +738,21 @@ fn grammar_text_past_the_length_bound_is_refused_unparsed() {
     assert!(e.to_string().contains("longer than"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_grammar_built_again_is_a_fresh_copy_of_the_kept_one() {
+    let v = vocab(&SMALL, &[6]);
+    let source = regex("(ab|ba)c{0,3}");
+    let key = cache::Key::new(&source, &v);
+    let mut first = stage(&source, &v);
+    assert!(cache::get(&key).is_some(), "the compiled grammar is kept");
+    // The first stage advances; a second one, copied from the kept parser, starts afresh.
+    assert_eq!(allowed(&mut first, 7, &[]), [0, 1, 2, 3, 5]);
+    assert_eq!(allowed(&mut first, 7, &[2]), [4, 6]);
+    let mut second = stage(&source, &v);
+    assert_eq!(allowed(&mut second, 7, &[]), [0, 1, 2, 3, 5]);
+    // Another vocabulary (one EOS id more) is another key.
+    let other = vocab(&SMALL, &[5, 6]);
+    assert_ne!(cache::Key::new(&source, &other), key);
+    assert_ne!(cache::Key::new(&regex("(ab|ba)c{0,2}"), &v), key);
+}
