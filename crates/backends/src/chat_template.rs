@@ -244,33 +244,30 @@ impl ChatTemplate {
         let with_tools = !(tools.is_undefined() || tools.is_none());
         let source = self.pick(with_tools)?;
 
-        let mut vars: Vec<(String, Value)> = self
+        // A map, so that a keyword argument replaces a variable of the same name in one
+        // lookup (a request may send many).
+        let mut vars: std::collections::BTreeMap<String, Value> = self
             .special_tokens
             .iter()
             .map(|(f, t)| (f.clone(), Value::from(t.as_str())))
             .collect();
-        vars.push(("messages".to_string(), messages));
-        vars.push((
+        vars.insert("messages".to_string(), messages);
+        vars.insert(
             "add_generation_prompt".to_string(),
             Value::from(add_generation_prompt),
-        ));
+        );
         // transformers always passes `tools` and `documents`, `None` when absent, so a
         // template's `tools is defined` is true even without tools.
         let none = || Value::from(());
-        vars.push(("tools".to_string(), if with_tools { tools } else { none() }));
-        vars.push(("documents".to_string(), none()));
+        vars.insert("tools".to_string(), if with_tools { tools } else { none() });
+        vars.insert("documents".to_string(), none());
         if kwargs.kind() == ValueKind::Map {
             for key in kwargs.try_iter().map_err(|e| self.error(e))? {
                 let value = kwargs.get_item(&key).map_err(|e| self.error(e))?;
-                let key = key.to_string();
-                vars.retain(|(k, _)| *k != key);
-                vars.push((key, value));
+                vars.insert(key.to_string(), value);
             }
         }
-        let context = Value::from(
-            vars.into_iter()
-                .collect::<std::collections::BTreeMap<String, Value>>(),
-        );
+        let context = Value::from(vars);
 
         let env = environment();
         let template = env
