@@ -91,6 +91,12 @@ impl Tokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// Whether the tokenizer normalizes text before splitting it (Unicode composition,
+    /// lowercasing, …), which can make the text it encodes shorter than the text given.
+    pub fn normalizes(&self) -> bool {
+        self.inner.get_normalizer().is_some()
+    }
+
     /// Encodes `text`; with `add_special_tokens` the tokenizer's post-processor adds what the
     /// model expects around a sequence (typically BOS), as transformers does by default.
     ///

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use common::{HashModel, Letters};
 use sieve_core::{Candidates, Context, Pipeline, Sampler};
 use sieve_engine::serve::{
-    logprobs, ChannelSink, Event, LogprobMode, LogprobsSpec, Request, Scheduler, SchedulerConfig,
-    Status,
+    logprobs, ChannelSink, Event, FailureCause, LogprobMode, LogprobsSpec, Request, Scheduler,
+    SchedulerConfig, Status,
 };
 use sieve_engine::{
     generate, BatchModel, BoxError, Error, Feed, FinishReason, GenerateOptions, Result, SeqId,
@@ -93,6 +93,7 @@ struct Outcome {
     finish: Vec<Option<FinishReason>>,
     logprobs: Vec<Vec<f32>>,
     failed: Option<String>,
+    cause: Option<FailureCause>,
 }
 
 /// Reads events until every one of the `n` choices finished or the request failed.
@@ -103,6 +104,7 @@ fn collect(receiver: &mpsc::Receiver<Event>, n: usize) -> Outcome {
         finish: vec![None; n],
         logprobs: vec![Vec::new(); n],
         failed: None,
+        cause: None,
     };
     while out.finish.iter().any(Option::is_none) {
         match receiver.recv_timeout(WAIT).expect("an event") {
@@ -128,8 +130,9 @@ fn collect(receiver: &mpsc::Receiver<Event>, n: usize) -> Outcome {
                 assert_eq!(tokens, out.tokens[choice].len());
                 out.finish[choice] = Some(reason);
             }
-            Event::Failed { message } => {
+            Event::Failed { message, cause } => {
                 out.failed = Some(message);
+                out.cause = Some(cause);
                 return out;
             }
         }
@@ -450,11 +453,14 @@ fn failures_stay_in_their_own_request() {
         bad.failed.as_deref().unwrap().contains("poisoned"),
         "{bad:?}"
     );
+    // The model's failure is the server's; the pipeline's is the request's.
+    assert_eq!(bad.cause, Some(FailureCause::Server));
     let staged = collect(&stage_rx, 1);
     assert!(
         staged.failed.as_deref().unwrap().contains("as planned"),
         "{staged:?}"
     );
+    assert_eq!(staged.cause, Some(FailureCause::Request));
     assert_eq!(staged.tokens[0].len(), 2);
     let got = collect(&good_rx, 2);
     assert_eq!(got.failed, None);

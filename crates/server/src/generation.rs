@@ -11,14 +11,17 @@ use std::time::Instant;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use sieve_core::{BuildContext, Pipeline};
-use sieve_engine::serve::{Event, EventSink, LogprobMode, LogprobsSpec, Request, TokenLogprobs};
+use sieve_dsl::PipelineSpec;
+use sieve_engine::serve::{
+    Event, EventSink, FailureCause, LogprobMode, LogprobsSpec, Request, TokenLogprobs,
+};
 use sieve_engine::{FinishReason, StopStrings};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::metrics::Endpoint;
 use crate::openai::common::{response_id, unix_now, Usage};
 use crate::openai::fields::{OutputFields, SamplingFields};
-use crate::sampling::pipeline_text;
+use crate::sampling::{pipeline_text, sets_any};
 use crate::state::{AppState, MAX_TOP_LOGPROBS};
 use crate::{Error, Result};
 
@@ -140,6 +143,7 @@ pub fn prepare(
             })
         }
     };
+    check_response_size(state, prompts.len() * n as usize, max_tokens, logprobs)?;
     let seed = output.seed.unwrap_or_else(random_seed);
     let (sampler, pipelines) = pipelines(state, sampling, seed, n as usize, prompts.len())?;
     Ok(Prepared {
@@ -156,6 +160,79 @@ pub fn prepare(
         stream: output.stream == Some(true),
         include_usage: output.stream_options.is_some_and(|o| o.include_usage),
     })
+}
+
+/// The most token entries one response may hold: choices × tokens per choice × (1 + the
+/// log-probability alternatives asked for per token). About 50 MB of JSON at most, and the
+/// same bound for a stream (whose events wait in memory while its client does not read).
+pub const MAX_RESPONSE_TOKENS: usize = 1 << 20;
+
+/// 400 when the response asked for could hold more than [`MAX_RESPONSE_TOKENS`] token
+/// entries (`choices` choices of at most `max_tokens` tokens each, no more than the context).
+fn check_response_size(
+    state: &AppState,
+    choices: usize,
+    max_tokens: usize,
+    logprobs: Option<LogprobsSpec>,
+) -> Result<()> {
+    let per_token = 1 + logprobs.map_or(0, |l| l.top);
+    let tokens = max_tokens.min(state.model.context);
+    let entries = choices.saturating_mul(tokens).saturating_mul(per_token);
+    if entries > MAX_RESPONSE_TOKENS {
+        return Err(Error::field(
+            "max_tokens",
+            format!(
+                "{choices} choices × {tokens} tokens × {per_token} entries per token is \
+                 {entries} token entries; a response holds at most {MAX_RESPONSE_TOKENS}: ask \
+                 for fewer choices, tokens or log-probability alternatives"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How many times shorter a normalizer may make a text: Unicode composition turns three
+/// Hangul jamo (9 bytes) into one syllable (3 bytes).
+const NORMALIZED_SHRINK: usize = 4;
+
+/// 400 for a prompt text too long to fit in the context whatever its tokens, refused before
+/// it is encoded (encoding megabytes takes seconds and a hundred times their size in memory).
+///
+/// No token is longer than the vocabulary's longest, so a text of more than `context ×
+/// longest` bytes needs more tokens than the context holds; a tokenizer that normalizes text
+/// first is allowed [`NORMALIZED_SHRINK`] times more. (An added token that strips the spaces
+/// around it could make a longer text fit; such a text is refused all the same.)
+///
+/// # Errors
+/// [`Error::BadRequest`] naming `param`, with the text's length and the most that fits.
+pub fn check_prompt_text(state: &AppState, text: &str, param: PromptParam) -> Result<()> {
+    let model = &state.model;
+    let longest = model
+        .vocab
+        .tokens()
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let shrink = if model.tokenizer.normalizes() {
+        NORMALIZED_SHRINK
+    } else {
+        1
+    };
+    let most = model.context.saturating_mul(longest).saturating_mul(shrink);
+    if text.len() > most {
+        return Err(Error::field(
+            param,
+            format!(
+                "the prompt is {} bytes of text, more than the model's context of {} tokens \
+                 can hold (its longest token is {longest} bytes: at most {most} bytes fit)",
+                text.len(),
+                model.context
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// 400 unless `prompt` (the `index`-th of several, when given) is non-empty, inside the
@@ -228,20 +305,14 @@ fn pipelines(
             }
         }
     };
+    if sets_any(sampling) {
+        // Checked on the parsed spec, before any stage is built: a stage never reads a file
+        // a request names (whether it exists, or what it holds, would leak into the error).
+        let spec = PipelineSpec::parse(&text, &state.registry).map_err(|d| failed(d, &text))?;
+        refuse_server_files(&spec)?;
+    }
     let compiled = sieve_dsl::compile(&text, &state.registry, &BuildContext { seed, vocab })
         .map_err(|d| failed(d, &text))?;
-    for stage in &compiled.spec.stages {
-        if stage
-            .get("file")
-            .is_some_and(|v| !matches!(v, sieve_core::Value::Str(s) if s.is_empty()))
-        {
-            return Err(Error::Sampler(format!(
-                "stage `{}`: `file` reads a file on the server and is not allowed in a request; \
-                 pass the grammar or schema inline",
-                stage.name
-            )));
-        }
-    }
     let canonical = compiled.spec.to_string();
     let mut first = Some(compiled.pipeline);
     let mut all = Vec::with_capacity(prompts);
@@ -265,6 +336,27 @@ fn pipelines(
         all.push(built);
     }
     Ok((canonical, all))
+}
+
+/// Refuses a stage argument that reads a file on the server (`file`, as `grammar(file=…)`
+/// has), with a 400 naming the stage.
+///
+/// # Errors
+/// [`Error::Sampler`].
+pub fn refuse_server_files(spec: &PipelineSpec) -> Result<()> {
+    for stage in &spec.stages {
+        if stage
+            .get("file")
+            .is_some_and(|v| !matches!(v, sieve_core::Value::Str(s) if s.is_empty()))
+        {
+            return Err(Error::Sampler(format!(
+                "stage `{}`: `file` reads a file on the server and is not allowed in a request; \
+                 pass the grammar or schema inline",
+                stage.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A seed for a request that gives none: from the process's random hasher keys and the
@@ -502,7 +594,7 @@ pub async fn collect(mut submitted: Submitted) -> Result<(Meta, Vec<ChoiceOutput
                     c.finish = Some(reason);
                 }
             }
-            Event::Failed { message } => return Err(Error::Generation(message)),
+            Event::Failed { message, cause } => return Err(failure(message, cause)),
         }
     }
     Ok((submitted.meta, out))
@@ -616,8 +708,8 @@ impl<C: Chunks> StreamState<C> {
                 let chunks = self.chunks.finish(meta, choice, reason);
                 out.extend(chunks.iter().map(|c| data(c)));
             }
-            Event::Failed { message } => {
-                let e = Error::Generation(message);
+            Event::Failed { message, cause } => {
+                let e = failure(message, cause);
                 out.push(data(&error_json(&e)));
                 out.push(done());
                 self.ended = true;
@@ -633,6 +725,15 @@ impl<C: Chunks> StreamState<C> {
             self.ended = true;
         }
         out
+    }
+}
+
+/// The error of a failed request: the client's (400) when its pipeline or prompt failed,
+/// the server's (500) otherwise.
+fn failure(message: String, cause: FailureCause) -> Error {
+    match cause {
+        FailureCause::Request => Error::SamplingFailed(message),
+        FailureCause::Server => Error::Generation(message),
     }
 }
 

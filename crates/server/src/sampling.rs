@@ -267,8 +267,8 @@ pub fn pipeline_text(
     Ok(out.join(" | "))
 }
 
-/// Whether the request sets any sampling field.
-fn sets_any(f: &SamplingFields) -> bool {
+/// Whether the request sets any sampling field (else it runs the server's default pipeline).
+pub fn sets_any(f: &SamplingFields) -> bool {
     let SamplingFields {
         sampler,
         temperature,

@@ -34,6 +34,6 @@ mod shared;
 mod worker;
 
 pub use request::{
-    ChannelSink, Event, EventSink, LogprobMode, LogprobsSpec, Request, TokenLogprobs,
+    ChannelSink, Event, EventSink, FailureCause, LogprobMode, LogprobsSpec, Request, TokenLogprobs,
 };
 pub use scheduler::{Scheduler, SchedulerConfig, Status};

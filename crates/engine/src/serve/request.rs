@@ -108,7 +108,34 @@ pub enum Event {
     Failed {
         /// What went wrong.
         message: String,
+        /// Whose fault it is.
+        cause: FailureCause,
     },
+}
+
+/// Whose fault a failed request is, so that a server can answer a client's mistake as one
+/// (HTTP 4xx) and its own as its own (5xx).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureCause {
+    /// What the request asked for cannot be done: its pipeline failed (a grammar that admits
+    /// no token, a `logit_bias` that bans every token, stages that contradict each other), or
+    /// its prompt is empty or longer than the context.
+    Request,
+    /// The model, the detokenizer or the scheduler failed.
+    Server,
+}
+
+impl FailureCause {
+    /// The cause of `error`: the request's for a failed pipeline, an empty prompt or one
+    /// longer than the context; the server's otherwise.
+    pub fn of(error: &crate::Error) -> Self {
+        match error {
+            crate::Error::Sampling(_)
+            | crate::Error::EmptyPrompt
+            | crate::Error::ContextOverflow { .. } => FailureCause::Request,
+            _ => FailureCause::Server,
+        }
+    }
 }
 
 /// Where a request's events go. The scheduler calls it on its own thread.

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use sieve_core::{Pipeline, Vocab};
 
 use super::choice::Choice;
-use super::request::{Event, EventSink, LogprobsSpec, Request};
+use super::request::{Event, EventSink, FailureCause, LogprobsSpec, Request};
 use super::shared::{Shared, Status};
 use crate::batch::{BatchModel, Feed, SeqId};
 use crate::emit::EndRules;
@@ -36,8 +36,8 @@ struct Prefill {
     pipelines: Vec<Pipeline>,
 }
 
-/// Requests to drop after a step, with the message to send (`None`: the client has gone).
-type Doomed = BTreeMap<u64, Option<String>>;
+/// Requests to drop after a step, with the failure to send (`None`: the client has gone).
+type Doomed = BTreeMap<u64, Option<crate::Error>>;
 
 /// The loop's state.
 pub(super) struct Worker<M> {
@@ -196,16 +196,15 @@ impl<M: BatchModel> Worker<M> {
         } = request;
         let context = self.model.context_len();
         if prompt.is_empty() || prompt.len() > context {
-            let message = if prompt.is_empty() {
-                crate::Error::EmptyPrompt.to_string()
+            let error = if prompt.is_empty() {
+                crate::Error::EmptyPrompt
             } else {
                 crate::Error::ContextOverflow {
                     tokens: prompt.len(),
                     context,
                 }
-                .to_string()
             };
-            sink.send(Event::Failed { message });
+            sink.send(failure(&error));
             return;
         }
         if max_tokens == 0 {
@@ -302,7 +301,9 @@ impl<M: BatchModel> Worker<M> {
                     }
                 }
                 Err(message) => {
-                    doomed.entry(choice.request).or_insert(Some(message));
+                    doomed
+                        .entry(choice.request)
+                        .or_insert(Some(crate::Error::Model(message.into())));
                     kept.push(choice);
                 }
             }
@@ -311,7 +312,9 @@ impl<M: BatchModel> Worker<M> {
             match result {
                 Ok(logits) => self.fed(id, take, logits, &mut kept, &mut doomed),
                 Err(message) => {
-                    doomed.entry(id).or_insert(Some(message));
+                    doomed
+                        .entry(id)
+                        .or_insert(Some(crate::Error::Model(message.into())));
                 }
             }
         }
@@ -370,7 +373,7 @@ impl<M: BatchModel> Worker<M> {
                     for c in started {
                         self.model.close(c.seq);
                     }
-                    doomed.insert(id, Some(e.to_string()));
+                    doomed.insert(id, Some(e));
                     return;
                 }
             }
@@ -420,7 +423,7 @@ impl<M: BatchModel> Worker<M> {
         let (event, finish) = match stepped {
             Ok(x) => x,
             Err(e) => {
-                doomed.insert(choice.request, Some(e.to_string()));
+                doomed.insert(choice.request, Some(e));
                 return Some(choice);
             }
         };
@@ -447,7 +450,7 @@ impl<M: BatchModel> Worker<M> {
                 }
             }
             Err(e) => {
-                doomed.insert(request, Some(e.to_string()));
+                doomed.insert(request, Some(e));
             }
         }
         None
@@ -474,9 +477,17 @@ impl<M: BatchModel> Worker<M> {
             if let Some(p) = live.prefill.take() {
                 self.model.close(p.seq);
             }
-            if let Some(message) = message {
-                live.sink.send(Event::Failed { message });
+            if let Some(error) = message {
+                live.sink.send(failure(&error));
             }
         }
+    }
+}
+
+/// The event that reports `error` as a request's failure.
+fn failure(error: &crate::Error) -> Event {
+    Event::Failed {
+        message: error.to_string(),
+        cause: FailureCause::of(error),
     }
 }

@@ -148,10 +148,13 @@ pub struct ChatChunk {
     /// Token counts, in the last chunk when `stream_options.include_usage` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// sieve's extension: the canonical pipeline.
-    pub sampler: String,
-    /// sieve's extension: the seed.
-    pub seed: u64,
+    /// sieve's extension: the canonical pipeline, in a stream's first chunk only (a long
+    /// pipeline would otherwise be sent again with every token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<String>,
+    /// sieve's extension: the seed, in a stream's first chunk only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// One choice's part of a chunk.

@@ -55,10 +55,14 @@ pub struct Completion {
     /// Token counts (in a stream: only in the last chunk, when asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// sieve's extension: the canonical pipeline every choice ran.
-    pub sampler: String,
-    /// sieve's extension: the seed (choice `i` ran with `seed + i`).
-    pub seed: u64,
+    /// sieve's extension: the canonical pipeline every choice ran (in a stream, in the first
+    /// chunk only: a long pipeline would otherwise be sent again with every token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<String>,
+    /// sieve's extension: the seed (choice `i` ran with `seed + i`); in a stream, in the
+    /// first chunk only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// One choice of a completion.

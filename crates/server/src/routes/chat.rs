@@ -2,6 +2,8 @@
 //! (the same code as `sieve generate --chat`) and encoded without adding special tokens (the
 //! template writes them), as transformers does; the whole answer or a stream.
 
+use std::cell::Cell;
+
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,7 +13,9 @@ use sieve_engine::FinishReason;
 
 use super::tokens::token_text;
 use crate::body::JsonBody;
-use crate::generation::{self, collect, prepare, submit, Chunks, Meta};
+use crate::generation::{
+    self, check_prompt_text, collect, prepare, submit, Chunks, Meta, Prepared,
+};
 use crate::metrics::Endpoint;
 use crate::openai::chat::{
     ChatChoice, ChatChunk, ChatChunkChoice, ChatCompletion, ChatFields, ChatLogprobs, ChatMessage,
@@ -33,36 +37,17 @@ use crate::{Error, Result};
 /// `tool_choice`, or a forced call (`"required"` or a named tool) without the `grammar`
 /// stage, with `response_format`, or with a `sampler` pipeline.
 pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
-    let output: OutputFields = body.fields()?;
-    let mut sampling: SamplingFields = body.fields()?;
-    let own: ChatFields = body.fields()?;
-    let logprobs = match (own.logprobs, own.top_logprobs) {
-        (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),
-        (_, Some(_)) => {
-            return Err(Error::field(
-                "top_logprobs",
-                "`top_logprobs` needs `\"logprobs\": true`",
-            ))
-        }
-        _ => None,
-    };
-    let tool_format = tool_format(&state, &own, &mut sampling)?;
-    let prompt = prompt_tokens(&state, &own)?;
-    let prepared = prepare(
-        &state,
-        &output,
-        &sampling,
-        vec![prompt],
-        "messages",
-        logprobs,
-    )?;
+    let job = state.clone();
+    let (prepared, logprobs, tool_format) =
+        state.work.run(move || prepare_request(&job, &body)).await?;
     let stream = prepared.stream;
     let submitted = submit(&state, prepared, Endpoint::Chat, "chatcmpl")?;
     let chunks = ChatChunks {
         state: state.clone(),
-        logprobs: logprobs.is_some(),
+        logprobs,
         tools: tool_format,
         held: Vec::new(),
+        named: Cell::new(false),
     };
     if stream {
         return Ok(generation::stream(submitted, chunks).into_response());
@@ -117,6 +102,38 @@ pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> 
         seed: meta.seed,
     })
     .into_response())
+}
+
+/// The request read, its conversation rendered and encoded and its pipelines built (on the
+/// work pool); whether it asks for log-probabilities, and the tool-call format searched for.
+fn prepare_request(
+    state: &AppState,
+    body: &JsonBody,
+) -> Result<(Prepared, bool, Option<ToolFormat>)> {
+    let output: OutputFields = body.fields()?;
+    let mut sampling: SamplingFields = body.fields()?;
+    let own: ChatFields = body.fields()?;
+    let logprobs = match (own.logprobs, own.top_logprobs) {
+        (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),
+        (_, Some(_)) => {
+            return Err(Error::field(
+                "top_logprobs",
+                "`top_logprobs` needs `\"logprobs\": true`",
+            ))
+        }
+        _ => None,
+    };
+    let tool_format = tool_format(state, &own, &mut sampling)?;
+    let prompt = prompt_tokens(state, &own)?;
+    let prepared = prepare(
+        state,
+        &output,
+        &sampling,
+        vec![prompt],
+        "messages",
+        logprobs,
+    )?;
+    Ok((prepared, logprobs.is_some(), tool_format))
 }
 
 /// The format the answer is searched for tool calls in: none without `tools` (or with an
@@ -220,10 +237,10 @@ fn prompt_tokens(state: &AppState, fields: &ChatFields) -> Result<Vec<u32>> {
         }
         _ => Value::Array(messages),
     };
-    let kwargs = fields
-        .chat_template_kwargs
-        .as_ref()
-        .map(|k| Value::Object(k.clone()).to_string());
+    let kwargs = match &fields.chat_template_kwargs {
+        Some(kwargs) => Some(template_kwargs(kwargs)?),
+        None => None,
+    };
     let template = state.model.chat_template.as_ref().map_err(|why| {
         Error::field(
             "messages",
@@ -237,11 +254,42 @@ fn prompt_tokens(state: &AppState, fields: &ChatFields) -> Result<Vec<u32>> {
             kwargs.as_deref(),
         )
         .map_err(|e| Error::field("messages", e.to_string()))?;
+    check_prompt_text(state, &text, "messages")?;
     state
         .model
         .tokenizer
         .encode(&text, false)
         .map_err(|e| Error::field("messages", e.to_string()))
+}
+
+/// The most `chat_template_kwargs` a request may pass.
+pub const MAX_TEMPLATE_KWARGS: usize = 64;
+
+/// The template variables a request sets through its own fields, which
+/// `chat_template_kwargs` may not replace (the fields' checks would be skipped).
+const RESERVED_KWARGS: [&str; 3] = ["messages", "tools", "add_generation_prompt"];
+
+/// `chat_template_kwargs` as JSON text for the template, checked: at most
+/// [`MAX_TEMPLATE_KWARGS`], none of the variables the request's own fields set.
+fn template_kwargs(kwargs: &Map<String, Value>) -> Result<String> {
+    if kwargs.len() > MAX_TEMPLATE_KWARGS {
+        return Err(Error::field(
+            "chat_template_kwargs",
+            format!(
+                "{} keys given; at most {MAX_TEMPLATE_KWARGS} are accepted",
+                kwargs.len()
+            ),
+        ));
+    }
+    for key in RESERVED_KWARGS {
+        if kwargs.contains_key(key) {
+            return Err(Error::field(
+                &format!("chat_template_kwargs.{key}"),
+                format!("`{key}` is the request's own field; it cannot be a template keyword"),
+            ));
+        }
+    }
+    Ok(Value::Object(kwargs.clone()).to_string())
 }
 
 /// Message `i` with its `role` checked and its `content` parts joined into one text.
@@ -286,6 +334,8 @@ struct ChatChunks {
     tools: Option<ToolFormat>,
     /// Per choice, the text held back while it may be a tool call.
     held: Vec<Holdback>,
+    /// Whether a chunk carried the pipeline and seed already.
+    named: Cell<bool>,
 }
 
 impl ChatChunks {
@@ -339,6 +389,7 @@ impl ChatChunks {
     }
 
     fn chunk(&self, meta: &Meta, choices: Vec<ChatChunkChoice>, usage: Option<Usage>) -> String {
+        let first = !self.named.replace(true);
         serde_json::to_string(&ChatChunk {
             id: meta.id.clone(),
             object: "chat.completion.chunk",
@@ -346,8 +397,8 @@ impl ChatChunks {
             model: meta.model.clone(),
             choices,
             usage,
-            sampler: meta.sampler.clone(),
-            seed: meta.seed,
+            sampler: first.then(|| meta.sampler.clone()),
+            seed: first.then_some(meta.seed),
         })
         .unwrap_or_default()
     }

@@ -1,6 +1,7 @@
 //! `POST /v1/completions`: a text (or token-id) prompt, encoded as `sieve generate` encodes
 //! it (with the tokenizer's special tokens, e.g. BOS); the whole completion or a stream.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use axum::extract::State;
@@ -11,7 +12,9 @@ use sieve_engine::FinishReason;
 
 use super::tokens::token_text;
 use crate::body::JsonBody;
-use crate::generation::{self, collect, prepare, submit, Chunks, Meta};
+use crate::generation::{
+    self, check_prompt_text, collect, prepare, submit, Chunks, Meta, Prepared,
+};
 use crate::metrics::Endpoint;
 use crate::openai::common::{finish_reason, finite, Usage};
 use crate::openai::completions::{
@@ -26,29 +29,14 @@ use crate::{Error, Result};
 /// # Errors
 /// See [`prepare`] and [`submit`]; 400 for `echo`, `suffix`, `best_of` > 1 (not supported).
 pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
-    let output: OutputFields = body.fields()?;
-    let sampling: SamplingFields = body.fields()?;
-    let own: CompletionFields = body.fields()?;
-    if own.echo == Some(true) {
-        return Err(Error::field("echo", "`echo` is not supported"));
-    }
-    if own.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
-        return Err(Error::field("suffix", "`suffix` is not supported"));
-    }
-    if own.best_of.is_some_and(|b| b > 1) {
-        return Err(Error::field(
-            "best_of",
-            "`best_of` is not supported; use `n`",
-        ));
-    }
-    let prompts = prompt_tokens(&state, own.prompt)?;
-    let logprobs = own.logprobs.map(|k| ("logprobs", k));
-    let prepared = prepare(&state, &output, &sampling, prompts, "prompt", logprobs)?;
+    let job = state.clone();
+    let (prepared, logprobs) = state.work.run(move || prepare_request(&job, &body)).await?;
     let stream = prepared.stream;
     let submitted = submit(&state, prepared, Endpoint::Completions, "cmpl")?;
     let chunks = CompletionChunks {
         state: state.clone(),
-        logprobs: own.logprobs.is_some(),
+        logprobs,
+        named: Cell::new(false),
     };
     if stream {
         return Ok(generation::stream(submitted, chunks).into_response());
@@ -81,16 +69,41 @@ pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Resul
         model: meta.model,
         choices,
         usage: Some(usage),
-        sampler: meta.sampler,
-        seed: meta.seed,
+        sampler: Some(meta.sampler),
+        seed: Some(meta.seed),
     })
     .into_response())
+}
+
+/// The request read, its prompts encoded and its pipelines built (on the work pool), and
+/// whether it asks for log-probabilities.
+fn prepare_request(state: &AppState, body: &JsonBody) -> Result<(Prepared, bool)> {
+    let output: OutputFields = body.fields()?;
+    let sampling: SamplingFields = body.fields()?;
+    let own: CompletionFields = body.fields()?;
+    if own.echo == Some(true) {
+        return Err(Error::field("echo", "`echo` is not supported"));
+    }
+    if own.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(Error::field("suffix", "`suffix` is not supported"));
+    }
+    if own.best_of.is_some_and(|b| b > 1) {
+        return Err(Error::field(
+            "best_of",
+            "`best_of` is not supported; use `n`",
+        ));
+    }
+    let prompts = prompt_tokens(state, own.prompt)?;
+    let logprobs = own.logprobs.map(|k| ("logprobs", k));
+    let prepared = prepare(state, &output, &sampling, prompts, "prompt", logprobs)?;
+    Ok((prepared, own.logprobs.is_some()))
 }
 
 /// Each prompt's ids: text encoded with the special tokens, ids as given. A list gives
 /// several prompts (choices numbered prompt by prompt, as OpenAI does).
 fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<Vec<u32>>> {
     let encode = |text: &str| {
+        check_prompt_text(state, text, "prompt")?;
         state
             .model
             .tokenizer
@@ -110,6 +123,8 @@ fn prompt_tokens(state: &AppState, prompt: Option<Prompt>) -> Result<Vec<Vec<u32
 struct CompletionChunks {
     state: AppState,
     logprobs: bool,
+    /// Whether a chunk carried the pipeline and seed already.
+    named: Cell<bool>,
 }
 
 impl CompletionChunks {
@@ -127,6 +142,7 @@ impl CompletionChunks {
     }
 
     fn chunk(&self, meta: &Meta, choices: Vec<CompletionChoice>, usage: Option<Usage>) -> String {
+        let first = !self.named.replace(true);
         serde_json::to_string(&Completion {
             id: meta.id.clone(),
             object: "text_completion",
@@ -134,8 +150,8 @@ impl CompletionChunks {
             model: meta.model.clone(),
             choices,
             usage,
-            sampler: meta.sampler.clone(),
-            seed: meta.seed,
+            sampler: first.then(|| meta.sampler.clone()),
+            seed: first.then_some(meta.seed),
         })
         .unwrap_or_default()
     }
