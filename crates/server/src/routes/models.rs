@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 
 use crate::body::JsonBody;
-use crate::generation::check_model;
+use crate::generation::{check_model, check_prompt_text};
 use crate::openai::models::{
     DetokenizeRequest, DetokenizeResponse, ModelCard, ModelList, TokenizeRequest, TokenizeResponse,
 };
@@ -27,27 +27,34 @@ pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
 
 /// `POST /tokenize`: `{"prompt": …}` (or `{"content": …}`) → `{"tokens", "count",
 /// "max_model_len"}`; special tokens (BOS) are added as for a completion prompt unless
-/// `"add_special_tokens": false`.
+/// `"add_special_tokens": false`. Runs on the work pool ([`crate::work`]), like every
+/// tokenization; a text that could not fit the context is refused unencoded, as a prompt is.
 ///
 /// # Errors
-/// 400 without a text, 404 for another model.
+/// 400 without a text or with one too long, 404 for another model.
 pub async fn tokenize(
     State(state): State<AppState>,
     body: JsonBody,
 ) -> Result<Json<TokenizeResponse>> {
-    let request: TokenizeRequest = body.fields()?;
-    check_model(&state, request.model.as_deref())?;
-    let Some(text) = request.prompt.or(request.content) else {
-        return Err(Error::field(
-            "prompt",
-            "give the text as `prompt` (or `content`)",
-        ));
-    };
+    let job = state.clone();
     let tokens = state
-        .model
-        .tokenizer
-        .encode(&text, request.add_special_tokens.unwrap_or(true))
-        .map_err(|e| Error::field("prompt", e.to_string()))?;
+        .work
+        .run(move || {
+            let request: TokenizeRequest = body.fields()?;
+            check_model(&job, request.model.as_deref())?;
+            let Some(text) = request.prompt.or(request.content) else {
+                return Err(Error::field(
+                    "prompt",
+                    "give the text as `prompt` (or `content`)",
+                ));
+            };
+            check_prompt_text(&job, &text, "prompt")?;
+            job.model
+                .tokenizer
+                .encode(&text, request.add_special_tokens.unwrap_or(true))
+                .map_err(|e| Error::field("prompt", e.to_string()))
+        })
+        .await?;
     Ok(Json(TokenizeResponse {
         count: tokens.len(),
         tokens,
@@ -55,7 +62,7 @@ pub async fn tokenize(
     }))
 }
 
-/// `POST /detokenize`: `{"tokens": […]}` → `{"prompt": …}`.
+/// `POST /detokenize`: `{"tokens": […]}` → `{"prompt": …}` (on the work pool).
 ///
 /// # Errors
 /// 400 for ids beyond the vocabulary, 404 for another model.
@@ -63,19 +70,24 @@ pub async fn detokenize(
     State(state): State<AppState>,
     body: JsonBody,
 ) -> Result<Json<DetokenizeResponse>> {
-    let request: DetokenizeRequest = body.fields()?;
-    check_model(&state, request.model.as_deref())?;
-    let size = state.model.vocab_size;
-    if let Some(bad) = request.tokens.iter().find(|&&t| t as usize >= size) {
-        return Err(Error::field(
-            "tokens",
-            format!("token {bad} is beyond the vocabulary ({size} tokens)"),
-        ));
-    }
+    let job = state.clone();
     let prompt = state
-        .model
-        .tokenizer
-        .decode(&request.tokens)
-        .map_err(|e| Error::field("tokens", e.to_string()))?;
+        .work
+        .run(move || {
+            let request: DetokenizeRequest = body.fields()?;
+            check_model(&job, request.model.as_deref())?;
+            let size = job.model.vocab_size;
+            if let Some(bad) = request.tokens.iter().find(|&&t| t as usize >= size) {
+                return Err(Error::field(
+                    "tokens",
+                    format!("token {bad} is beyond the vocabulary ({size} tokens)"),
+                ));
+            }
+            job.model
+                .tokenizer
+                .decode(&request.tokens)
+                .map_err(|e| Error::field("tokens", e.to_string()))
+        })
+        .await?;
     Ok(Json(DetokenizeResponse { prompt }))
 }
