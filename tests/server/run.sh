@@ -42,10 +42,14 @@ if [[ "$got" != "$want" ]]; then
     echo "curl: server text differs from sieve generate:"; echo "  $got"; echo "  $want"; exit 1
 fi
 status=$(curl -s -o /dev/null -w '%{http_code}' "$addr/v1/completions" \
-    -d '{"prompt": "x", "sampler": "top_q(0.9)"}')
+    -H 'Content-Type: application/json' -d '{"prompt": "x", "sampler": "top_q(0.9)"}')
 [[ "$status" == 400 ]] || { echo "curl: a bad sampler gave $status, not 400"; exit 1; }
-curl -sN "$addr/v1/completions" -d '{"prompt": "Once", "max_tokens": 3, "stream": true}' \
+curl -sN "$addr/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"prompt": "Once", "max_tokens": 3, "stream": true}' \
     | grep -q '^data: \[DONE\]' || { echo "curl: no [DONE] in the stream"; exit 1; }
+# curl's -d alone sends a form's content type: refused, as a cross-site form post would be.
+status=$(curl -s -o /dev/null -w '%{http_code}' "$addr/v1/completions" -d '{"prompt": "x"}')
+[[ "$status" == 415 ]] || { echo "curl: a body without a JSON type gave $status, not 415"; exit 1; }
 echo "curl: ok"
 kill $pid
 wait $pid 2>/dev/null || true

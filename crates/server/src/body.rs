@@ -1,12 +1,18 @@
-//! Request bodies: read within the size limit (413 beyond it), parsed as JSON, then read
-//! into typed fields with the failing field's path named in the error (400).
+//! Request bodies: declared as JSON (415 otherwise), read within the size limit (413 beyond
+//! it) and the body-read timeout (408 past it), parsed as JSON, then read into typed fields
+//! with the failing field's path named in the error (400).
+//!
+//! Requiring `Content-Type: application/json` keeps web pages out: a page may send a
+//! cross-site `text/plain` POST without asking the server first (a "simple" request), but
+//! not a JSON one, which the browser preflights ([`crate::routes::guard`] answers).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::error::quoted;
 use crate::state::AppState;
 use crate::{Error, Result};
 
@@ -19,8 +25,13 @@ impl FromRequest<AppState> for JsonBody {
     type Rejection = Error;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self> {
+        require_json(req.headers())?;
         let limit = state.settings.max_body_bytes;
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+        let timeout = state.settings.body_read_timeout;
+        let read = tokio::time::timeout(timeout, Bytes::from_request(req, state))
+            .await
+            .map_err(|_| Error::BodyTimeout(timeout))?;
+        let bytes = read.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 Error::BodyTooLarge { limit }
             } else {
@@ -44,6 +55,24 @@ impl FromRequest<AppState> for JsonBody {
     }
 }
 
+/// Accepts `Content-Type: application/json`, with parameters (`; charset=utf-8`) and in any
+/// case.
+///
+/// # Errors
+/// [`Error::UnsupportedMediaType`] for any other type, or none.
+pub fn require_json(headers: &HeaderMap) -> Result<()> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Err(Error::UnsupportedMediaType("none".to_string()));
+    };
+    let text = value.to_str().unwrap_or("");
+    let media_type = text.split(';').next().unwrap_or("").trim();
+    if media_type.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedMediaType(format!("`{}`", quoted(text))))
+    }
+}
+
 impl JsonBody {
     /// The fields of `T` (unknown fields ignored).
     ///
@@ -61,5 +90,51 @@ impl JsonBody {
                 param,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with_type(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn json_with_parameters_in_any_case_is_accepted() {
+        for value in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+            " application/json ",
+        ] {
+            assert!(require_json(&with_type(value)).is_ok(), "{value}");
+        }
+    }
+
+    #[test]
+    fn other_types_and_none_are_415() {
+        for value in [
+            "text/plain",
+            "text/plain; charset=utf-8",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+            "",
+        ] {
+            let e = require_json(&with_type(value)).unwrap_err();
+            assert_eq!(e.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "{value}");
+            assert!(e.to_string().contains("Content-Type: application/json"));
+        }
+        let e = require_json(&HeaderMap::new()).unwrap_err();
+        assert_eq!(
+            e.body().error.code.as_deref(),
+            Some("unsupported_media_type")
+        );
+        assert!(e.to_string().ends_with("(got none)"), "{e}");
     }
 }

@@ -14,7 +14,10 @@
 //!  collect (one JSON) / stream (SSE chunks, usage, [DONE]) ◄── Event::Token / Finished / Failed
 //! ```
 //!
-//! - [`routes`]: one handler per route, the router, the API-key check;
+//! - [`routes`]: one handler per route, the router, the API-key check, the `Host`/`Origin`
+//!   checks and CORS;
+//! - [`connections`]: the accept loop, with its timeouts, its bound on connections and the
+//!   shutdown deadline; [`log`]: one line per request;
 //! - [`openai`]: OpenAI's request and response types;
 //! - [`sampling`]: request fields → pipeline, in a documented order;
 //! - [`generation`]: shared validation, submission, whole and streamed responses;
@@ -26,8 +29,11 @@
 #![warn(missing_docs)]
 
 pub mod body;
+pub mod connections;
 mod error;
 pub mod generation;
+mod ids;
+pub mod log;
 pub mod metrics;
 pub mod openai;
 pub mod routes;
@@ -36,16 +42,20 @@ pub mod sampling;
 pub mod state;
 pub mod tool_choice;
 pub mod tools;
+pub mod work;
 
 use std::future::Future;
 
-pub use error::{Error, ErrorBody, ErrorObject, Result, RETRY_AFTER_SECONDS};
+pub use connections::ConnectionLimits;
+pub use error::{Error, ErrorBody, ErrorMessage, ErrorObject, Result, RETRY_AFTER_SECONDS};
 pub use routes::router;
 pub use run::run;
 pub use sampling::Defaults;
 pub use state::{AppState, ModelText, Settings};
 
-/// Serves `state` on `listener` until `shutdown` completes (then lets running requests end).
+/// Serves `state` on `listener` until `shutdown` completes, then lets running requests end
+/// for `state.settings.connections.shutdown` and closes the connections left (see
+/// [`connections`]).
 ///
 /// # Errors
 /// [`Error::Io`] when serving fails.
@@ -54,8 +64,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let limits = state.settings.connections;
+    connections::serve_router(listener, router(state), limits, shutdown).await?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Running the server as a command does: a tokio runtime, the listening socket, and a
-//! shutdown on Ctrl-C, SIGTERM, or a model that fails to load.
+//! shutdown on Ctrl-C, SIGTERM, or a model that fails to load, bounded by the shutdown
+//! deadline ([`crate::connections`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,9 +13,13 @@ use crate::{serve, Error, Result};
 /// How long a load may take before the watcher looks again.
 const LOAD_POLL: Duration = Duration::from_secs(3600);
 
+/// How long the runtime waits, once the server has stopped, for blocking work still running
+/// (the load watcher waits for a model that may still be loading).
+const RUNTIME_GRACE: Duration = Duration::from_millis(500);
+
 /// Binds `host:port` (port 0 picks a free one), calls `on_listening` with the address bound,
-/// and serves `state` until Ctrl-C or SIGTERM (then lets running requests end), or until the
-/// model fails to load.
+/// and serves `state` until Ctrl-C or SIGTERM (then lets running requests end, for at most
+/// the shutdown deadline), or until the model fails to load.
 ///
 /// # Errors
 /// [`Error::Io`] when the runtime cannot start or the address cannot be bound (the message
@@ -30,7 +35,7 @@ pub fn run(
         .enable_all()
         .thread_name("sieve-http")
         .build()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind((host, port))
             .await
             .map_err(|e| {
@@ -73,7 +78,9 @@ pub fn run(
             Err(e) => return Err(Error::Unavailable(format!("the server stopped: {e}"))),
         }
         outcome
-    })
+    });
+    runtime.shutdown_timeout(RUNTIME_GRACE);
+    served
 }
 
 /// Completes on Ctrl-C or (on Unix) SIGTERM; never when neither can be listened for.

@@ -2,16 +2,20 @@
 //! stage registry, the scheduler, the metrics and the server's settings.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sieve_backends::{ChatTemplate, Tokenizer};
 use sieve_core::{Registry, Vocab};
 use sieve_engine::serve::Status;
 use sieve_engine::Scheduler;
 
+use crate::connections::ConnectionLimits;
 use crate::metrics::{Gauges, Metrics};
 use crate::openai::common::unix_now;
+use crate::routes::guard::AllowedOrigins;
 use crate::sampling::Defaults;
 use crate::tools::ToolParser;
+use crate::work::{WorkLimits, WorkPool};
 
 /// The most alternatives a request may ask for with each token's log-probability.
 pub const MAX_TOP_LOGPROBS: u32 = 20;
@@ -42,6 +46,16 @@ pub struct Settings {
     pub api_key: Option<String>,
     /// The largest request body accepted (bytes).
     pub max_body_bytes: usize,
+    /// The longest a JSON body may take to arrive whole (408 past it).
+    pub body_read_timeout: Duration,
+    /// The origins, besides the server's own, whose browser requests are answered (with
+    /// CORS headers); others get 403.
+    pub allowed_origins: AllowedOrigins,
+    /// The accept loop's deadlines and bound on open connections.
+    pub connections: ConnectionLimits,
+    /// How many requests are prepared at once (template, tokenizer, pipeline), and how many
+    /// may wait for that.
+    pub work: WorkLimits,
     /// Tokens per choice when a request gives no `max_tokens` (and `generation_config.json`
     /// no `max_new_tokens`): what `sieve generate` uses.
     pub default_max_tokens: usize,
@@ -50,11 +64,16 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// No key, 4 MiB bodies, 128 tokens, tool calls in the format the template suggests.
+    /// No key, 4 MiB bodies read within 30 s, no other origin, [`ConnectionLimits`]'
+    /// defaults, 128 tokens, tool calls in the format the template suggests.
     fn default() -> Self {
         Settings {
             api_key: None,
             max_body_bytes: 4 << 20,
+            body_read_timeout: Duration::from_secs(30),
+            allowed_origins: AllowedOrigins::none(),
+            connections: ConnectionLimits::default(),
+            work: WorkLimits::default(),
             default_max_tokens: 128,
             tool_parser: ToolParser::Auto,
         }
@@ -77,6 +96,8 @@ pub struct Shared {
     pub scheduler: Scheduler,
     /// Counters and histograms.
     pub metrics: Metrics,
+    /// Where requests are prepared, off the async workers.
+    pub work: WorkPool,
     /// Settings.
     pub settings: Settings,
     /// Unix seconds at start.
@@ -98,6 +119,7 @@ impl AppState {
             defaults,
             scheduler,
             metrics: Metrics::default(),
+            work: WorkPool::new(settings.work),
             settings,
             started: unix_now(),
         }))

@@ -9,16 +9,23 @@
 //! Requests without sampling fields run the pipeline `sieve generate` runs without
 //! `--sampler` (`--sampler` here, else `generation_config.json`'s, else the fallback), with
 //! the same default token budget, so one seed gives one text in both.
+//!
+//! The API key comes from `--api-key`, else the trimmed contents of `--api-key-file`, else
+//! the environment variable `SIEVE_API_KEY` (the last two keep it out of `ps`). The request
+//! log (`sieve_server::log`) goes to stderr after the `listening on` line, as text or JSON
+//! lines (`--log-format`), filtered by `RUST_LOG` (default: `info` for sieve's crates).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use sieve_core::{BuildContext, Registry};
 use sieve_engine::serve::SchedulerConfig;
 use sieve_engine::{BoxError, Detokenize, Scheduler};
+use sieve_server::routes::guard::AllowedOrigins;
 use sieve_server::tools::ToolParser;
-use sieve_server::{AppState, Defaults, ModelText, Settings};
+use sieve_server::{AppState, ConnectionLimits, Defaults, ModelText, Settings};
 
 use crate::commands::generate::{default_pipeline, DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
 use crate::error::{write_stderr, Failure};
@@ -35,6 +42,13 @@ pub const EXAMPLES: &str = "Examples:
 
 /// The most sequences `--parallel` may ask for.
 pub const MAX_PARALLEL: usize = 1024;
+
+/// The environment variable read for the API key when neither `--api-key` nor
+/// `--api-key-file` is given.
+pub const API_KEY_ENV: &str = "SIEVE_API_KEY";
+
+/// The log filter when `RUST_LOG` is not set.
+pub const DEFAULT_LOG_FILTER: &str = "warn,sieve_server=info,sieve_engine=info,sieve_cli=info";
 
 /// `sieve serve`.
 #[derive(Debug, Args)]
@@ -67,9 +81,37 @@ pub struct ServeArgs {
     /// `--dtype` and `--kv-cache`.
     #[command(flatten)]
     pub precision: model::PrecisionArgs,
-    /// Require `Authorization: Bearer KEY` on every route but /health and /metrics
+    /// Require `Authorization: Bearer KEY` on every route but /health and /metrics (see also
+    /// --api-key-file and SIEVE_API_KEY, which `ps` does not show)
     #[arg(long = "api-key", value_name = "KEY")]
     pub api_key: Option<String>,
+    /// Read the API key from this file (its contents, trimmed)
+    #[arg(long = "api-key-file", value_name = "PATH", conflicts_with = "api_key")]
+    pub api_key_file: Option<PathBuf>,
+    /// Origins whose browser requests are answered, with CORS headers (comma-separated or
+    /// repeated; `*`: any); other cross-origin requests get 403
+    #[arg(long = "allowed-origins", value_name = "ORIGINS")]
+    pub allowed_origins: Vec<String>,
+    /// Seconds a client may take to send a request's headers, on a new connection or
+    /// between kept-alive requests; the connection is closed after
+    #[arg(long = "header-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub header_timeout: Duration,
+    /// Seconds a client may take to send a request's body (408 after)
+    #[arg(long = "body-timeout", value_name = "SECS", default_value = "30", value_parser = seconds)]
+    pub body_timeout: Duration,
+    /// Seconds a connection with no request in flight may stay silent before it is closed
+    #[arg(long = "keep-alive-timeout", value_name = "SECS", default_value = "5", value_parser = seconds)]
+    pub keep_alive_timeout: Duration,
+    /// Seconds running requests may go on after Ctrl-C or SIGTERM; then the streams and
+    /// connections left are closed and the server exits
+    #[arg(long = "shutdown-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub shutdown_timeout: Duration,
+    /// The most connections open at once; more wait to be accepted
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// The request log on stderr: text or json (one object per line); RUST_LOG filters it
+    #[arg(long = "log-format", value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
     /// The model's name in requests and /v1/models (default: --model as given)
     #[arg(long = "served-model-name", value_name = "NAME")]
     pub served_model_name: Option<String>,
@@ -83,6 +125,76 @@ pub struct ServeArgs {
     /// Plugin libraries (their stages may be named in requests).
     #[command(flatten)]
     pub plugins: PluginArgs,
+}
+
+/// How the request log is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, the event's fields at the top level.
+    Json,
+}
+
+/// Reads a number of seconds (`2`, `0.5`): finite and not negative.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{text}`: give seconds, 0 or more"))
+}
+
+/// The API key: `--api-key`, else `--api-key-file`'s trimmed contents, else `SIEVE_API_KEY`
+/// (`env` reads it), else none.
+///
+/// # Errors
+/// Usage (exit 2): an empty key, or a key file that cannot be read or is empty.
+pub fn api_key(
+    flag: Option<&str>,
+    file: Option<&Path>,
+    env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
+) -> Result<Option<String>, Failure> {
+    let (key, source) = if let Some(key) = flag {
+        (key.to_string(), "--api-key".to_string())
+    } else if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::usage(format!("--api-key-file {}: {e}", path.display())))?;
+        (text, format!("--api-key-file {}", path.display()))
+    } else if let Some(value) = env(API_KEY_ENV) {
+        let text = value
+            .into_string()
+            .map_err(|_| Failure::usage(format!("{API_KEY_ENV} is not UTF-8")))?;
+        (text, API_KEY_ENV.to_string())
+    } else {
+        return Ok(None);
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(Failure::usage(format!("{source}: the API key is empty")));
+    }
+    Ok(Some(key.to_string()))
+}
+
+/// Installs the request log's subscriber on stderr (once; a second call does nothing).
+fn init_log(format: LogFormat) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
@@ -105,6 +217,25 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     if args.prefill_chunk == 0 {
         return Err(Failure::usage("--prefill-chunk: give at least 1"));
     }
+    if args.max_connections == 0 {
+        return Err(Failure::usage("--max-connections: give at least 1"));
+    }
+    for (flag, value) in [
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+        ("--keep-alive-timeout", args.keep_alive_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(Failure::usage(format!("{flag}: give more than 0 seconds")));
+        }
+    }
+    let api_key = api_key(
+        args.api_key.as_deref(),
+        args.api_key_file.as_deref(),
+        |name| std::env::var_os(name),
+    )?;
+    let allowed_origins = AllowedOrigins::parse(&args.allowed_origins)
+        .map_err(|e| Failure::usage(format!("--allowed-origins: {e}")))?;
     let tool_parser: ToolParser = args
         .tool_call_parser
         .parse()
@@ -158,12 +289,22 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
         generation,
     };
     let settings = Settings {
-        api_key: args.api_key.clone(),
+        api_key,
         max_body_bytes: args.max_body,
+        body_read_timeout: args.body_timeout,
+        allowed_origins,
+        connections: ConnectionLimits {
+            header_read: args.header_timeout,
+            keep_alive: args.keep_alive_timeout,
+            shutdown: args.shutdown_timeout,
+            max_connections: args.max_connections,
+        },
+        work: sieve_server::work::WorkLimits::default(),
         default_max_tokens: DEFAULT_MAX_TOKENS,
         tool_parser,
     };
     let state = AppState::new(text, registry, defaults, scheduler, settings);
+    init_log(args.log_format);
     let announce = |addr: std::net::SocketAddr| {
         write_stderr(&format!(
             "sieve serve: listening on http://{addr} (model {name}, backend {})\n",
@@ -173,4 +314,101 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     };
     sieve_server::run(&args.host, args.port, state, announce)
         .map_err(|e| Failure::Runtime(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::ffi::OsString;
+
+    /// [`api_key`] with `SIEVE_API_KEY` set to `env` (or unset).
+    fn key(
+        flag: Option<&str>,
+        file: Option<&Path>,
+        env: Option<&'static str>,
+    ) -> Result<Option<String>, Failure> {
+        api_key(flag, file, move |name| {
+            env.filter(|_| name == API_KEY_ENV).map(OsString::from)
+        })
+    }
+
+    #[test]
+    fn the_key_comes_from_the_flag_the_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "  from-file\n").unwrap();
+        assert_eq!(key(None, None, None).unwrap(), None);
+        let found = |flag, file, env| key(flag, file, env).unwrap().unwrap();
+        assert_eq!(found(None, None, Some(" from-env ")), "from-env");
+        assert_eq!(found(None, Some(&file), Some("from-env")), "from-file");
+        assert_eq!(
+            found(Some("from-flag"), None, Some("from-env")),
+            "from-flag"
+        );
+    }
+
+    #[test]
+    fn an_empty_or_unreadable_key_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, " \n").unwrap();
+        let missing = dir.path().join("missing");
+        for (flag, file, env, says) in [
+            (None, Some(empty.as_path()), None, "the API key is empty"),
+            (None, Some(missing.as_path()), None, "--api-key-file"),
+            (None, None, Some(" "), "SIEVE_API_KEY: the API key is empty"),
+            (Some(""), None, None, "--api-key: the API key is empty"),
+        ] {
+            let failure = key(flag, file, env).unwrap_err();
+            assert_eq!(failure.exit_code(), 2);
+            assert!(failure.message().contains(says), "{}", failure.message());
+        }
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["sieve", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve(a) => Ok(a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_new_flags_parse_with_their_defaults() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.header_timeout, Duration::from_secs(10));
+        assert_eq!(a.body_timeout, Duration::from_secs(30));
+        assert_eq!(a.keep_alive_timeout, Duration::from_secs(5));
+        assert_eq!(a.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(a.max_connections, 512);
+        assert_eq!(a.log_format, LogFormat::Text);
+        assert!(a.allowed_origins.is_empty());
+        let a = parse(&[
+            "--header-timeout",
+            "0.5",
+            "--shutdown-timeout",
+            "0",
+            "--allowed-origins",
+            "https://a.test,https://b.test",
+            "--allowed-origins",
+            "*",
+            "--log-format",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(a.header_timeout, Duration::from_millis(500));
+        assert_eq!(a.shutdown_timeout, Duration::ZERO);
+        assert_eq!(a.log_format, LogFormat::Json);
+        assert_eq!(a.allowed_origins.len(), 2);
+        for bad in [
+            &["--header-timeout", "-1"][..],
+            &["--body-timeout", "soon"],
+            &["--log-format", "xml"],
+            &["--api-key", "a", "--api-key-file", "f"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
 }

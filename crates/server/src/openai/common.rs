@@ -1,6 +1,5 @@
 //! Response parts both endpoints share: usage, log-probabilities, finish reasons, ids.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -56,8 +55,26 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A fresh response id: `prefix-` and a number unique in this process.
+/// A fresh response id: `prefix-` and 32 random hex digits (128 bits from the system), so
+/// one client can neither count nor guess the ids of others' responses.
 pub fn response_id(prefix: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("{prefix}-{:016x}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("{prefix}-{}", crate::ids::random_hex())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::response_id;
+
+    #[test]
+    fn response_ids_are_random_not_sequential() {
+        let a = response_id("cmpl");
+        let b = response_id("cmpl");
+        assert!(
+            a.starts_with("cmpl-") && a.len() == "cmpl-".len() + 32,
+            "{a}"
+        );
+        assert_ne!(a, b);
+        // Today's sequential ids differ only in their last digits.
+        assert_ne!(a[..a.len() - 4], b[..b.len() - 4], "{a} then {b}");
+    }
 }
