@@ -545,3 +545,16 @@ fn an_unknown_tool_call_parser_is_a_usage_error() {
         run.stderr
     );
 }
+
+#[test]
+fn serve_refuses_limits_that_would_refuse_every_request() {
+    for (flag, value) in [
+        ("--max-queue", "0"),
+        ("--prepare-threads", "0"),
+        ("--parallel", "0"),
+    ] {
+        let run = sieve(&["serve", flag, value, "--port", "0"]);
+        assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
+        assert!(run.stderr.contains(flag), "{}", run.stderr);
+    }
+}

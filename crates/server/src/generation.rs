@@ -18,6 +18,7 @@ use sieve_engine::serve::{
 use sieve_engine::{FinishReason, StopStrings};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::log::TokenCounts;
 use crate::metrics::Endpoint;
 use crate::openai::common::{response_id, unix_now, Usage};
 use crate::openai::fields::{OutputFields, SamplingFields};
@@ -200,7 +201,7 @@ const NORMALIZED_SHRINK: usize = 4;
 ///
 /// No token is longer than the vocabulary's longest, so a text of more than `context ×
 /// longest` bytes needs more tokens than the context holds; a tokenizer that normalizes text
-/// first is allowed [`NORMALIZED_SHRINK`] times more. (An added token that strips the spaces
+/// first is allowed 4 times more (Unicode composition can shorten a text 3 times). (An added token that strips the spaces
 /// around it could make a longer text fit; such a text is refused all the same.)
 ///
 /// # Errors
@@ -435,6 +436,7 @@ pub fn submit(
     prepared: Prepared,
     endpoint: Endpoint,
     id_prefix: &str,
+    counts: Option<TokenCounts>,
 ) -> Result<Submitted> {
     let (sender, events) = unbounded_channel();
     let meta = Meta {
@@ -469,10 +471,11 @@ pub fn submit(
         })?;
     }
     state.metrics.request(endpoint, meta.prompt_tokens);
+    let meta_prompt_tokens = meta.prompt_tokens;
     Ok(Submitted {
         meta,
         events,
-        progress: Progress::new(state.clone(), n),
+        progress: Progress::new(state.clone(), n, counts, meta_prompt_tokens),
     })
 }
 
@@ -486,10 +489,15 @@ struct Progress {
     choices: Vec<(Option<Instant>, usize)>,
     finished: usize,
     failed: bool,
+    /// The request's log line's token counts.
+    counts: Option<TokenCounts>,
 }
 
 impl Progress {
-    fn new(state: AppState, n: usize) -> Self {
+    fn new(state: AppState, n: usize, counts: Option<TokenCounts>, prompt_tokens: usize) -> Self {
+        if let Some(c) = &counts {
+            c.record(prompt_tokens, 0);
+        }
         Progress {
             state,
             started: Instant::now(),
@@ -497,6 +505,7 @@ impl Progress {
             choices: vec![(None, 0); n],
             finished: 0,
             failed: false,
+            counts,
         }
     }
 
@@ -510,6 +519,9 @@ impl Progress {
             Event::Token { choice, .. } => {
                 let now = Instant::now();
                 metrics.token();
+                if let Some(c) = &self.counts {
+                    c.record(0, 1);
+                }
                 if !self.first_token {
                     self.first_token = true;
                     metrics.time_to_first_token(now - self.started);

@@ -112,3 +112,35 @@ async fn each_request_writes_one_line_with_its_id_status_and_error() {
 
     assert!(!captured.text().contains(SECRET), "{}", captured.text());
 }
+
+#[tokio::test]
+async fn a_completion_s_line_counts_its_tokens_in_and_out() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let app = router(state(Settings::default()));
+    let body = r#"{"prompt": [1, 2, 3], "max_tokens": 2, "ignore_eos": true, "n": 2}"#;
+    // The model loads on the scheduler's thread: 503 until it has.
+    loop {
+        let (r, text) = call(
+            &app,
+            post("/v1/completions", "application/json", body.into()),
+        )
+        .await;
+        if r.status() == StatusCode::OK {
+            break;
+        }
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let lines = captured.lines();
+    let line = lines.last().unwrap();
+    assert_eq!(line["status"], 200);
+    assert_eq!(line["tokens_in"], 3, "{line}");
+    assert_eq!(line["tokens_out"], 4, "{line}");
+}

@@ -25,6 +25,7 @@ use sieve_engine::serve::SchedulerConfig;
 use sieve_engine::{BoxError, Detokenize, Scheduler};
 use sieve_server::routes::guard::AllowedOrigins;
 use sieve_server::tools::ToolParser;
+use sieve_server::work::WorkLimits;
 use sieve_server::{AppState, ConnectionLimits, Defaults, ModelText, Settings};
 
 use crate::commands::generate::{default_pipeline, DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
@@ -109,6 +110,13 @@ pub struct ServeArgs {
     /// The most connections open at once; more wait to be accepted
     #[arg(long = "max-connections", value_name = "N", default_value_t = 512)]
     pub max_connections: usize,
+    /// Requests prepared at once (chat template, tokenizer, pipeline build) off the HTTP
+    /// threads (default: one per core)
+    #[arg(long = "prepare-threads", value_name = "N")]
+    pub prepare_threads: Option<usize>,
+    /// Requests waiting to be prepared; one more gets 503 with Retry-After
+    #[arg(long = "prepare-queue", value_name = "N", default_value_t = 64)]
+    pub prepare_queue: usize,
     /// The request log on stderr: text or json (one object per line); RUST_LOG filters it
     #[arg(long = "log-format", value_name = "FORMAT", default_value = "text")]
     pub log_format: LogFormat,
@@ -217,6 +225,14 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     if args.prefill_chunk == 0 {
         return Err(Failure::usage("--prefill-chunk: give at least 1"));
     }
+    if args.max_queue == 0 {
+        return Err(Failure::usage(
+            "--max-queue: give at least 1 (a request waits in the queue before it starts)",
+        ));
+    }
+    if args.prepare_threads == Some(0) {
+        return Err(Failure::usage("--prepare-threads: give at least 1"));
+    }
     if args.max_connections == 0 {
         return Err(Failure::usage("--max-connections: give at least 1"));
     }
@@ -299,7 +315,12 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
             shutdown: args.shutdown_timeout,
             max_connections: args.max_connections,
         },
-        work: sieve_server::work::WorkLimits::default(),
+        work: WorkLimits {
+            threads: args
+                .prepare_threads
+                .unwrap_or_else(|| WorkLimits::default().threads),
+            waiting: args.prepare_queue,
+        },
         default_max_tokens: DEFAULT_MAX_TOKENS,
         tool_parser,
     };

@@ -6,6 +6,7 @@ use std::cell::Cell;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde_json::{Map, Value};
 use sieve_engine::serve::TokenLogprobs;
@@ -16,6 +17,7 @@ use crate::body::JsonBody;
 use crate::generation::{
     self, check_prompt_text, collect, prepare, submit, Chunks, Meta, Prepared,
 };
+use crate::log::TokenCounts;
 use crate::metrics::Endpoint;
 use crate::openai::chat::{
     ChatChoice, ChatChunk, ChatChunkChoice, ChatCompletion, ChatFields, ChatLogprobs, ChatMessage,
@@ -36,12 +38,17 @@ use crate::{Error, Result};
 /// template, a template that fails, `top_logprobs` without `logprobs`, a malformed
 /// `tool_choice`, or a forced call (`"required"` or a named tool) without the `grammar`
 /// stage, with `response_format`, or with a `sampler` pipeline.
-pub async fn chat_completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
+pub async fn chat_completions(
+    State(state): State<AppState>,
+    counts: Option<Extension<TokenCounts>>,
+    body: JsonBody,
+) -> Result<Response> {
     let job = state.clone();
     let (prepared, logprobs, tool_format) =
         state.work.run(move || prepare_request(&job, &body)).await?;
     let stream = prepared.stream;
-    let submitted = submit(&state, prepared, Endpoint::Chat, "chatcmpl")?;
+    let counts = counts.map(|Extension(c)| c);
+    let submitted = submit(&state, prepared, Endpoint::Chat, "chatcmpl", counts)?;
     let chunks = ChatChunks {
         state: state.clone(),
         logprobs,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use sieve_engine::serve::TokenLogprobs;
 use sieve_engine::FinishReason;
@@ -15,6 +16,7 @@ use crate::body::JsonBody;
 use crate::generation::{
     self, check_prompt_text, collect, prepare, submit, Chunks, Meta, Prepared,
 };
+use crate::log::TokenCounts;
 use crate::metrics::Endpoint;
 use crate::openai::common::{finish_reason, finite, Usage};
 use crate::openai::completions::{
@@ -28,11 +30,16 @@ use crate::{Error, Result};
 ///
 /// # Errors
 /// See [`prepare`] and [`submit`]; 400 for `echo`, `suffix`, `best_of` > 1 (not supported).
-pub async fn completions(State(state): State<AppState>, body: JsonBody) -> Result<Response> {
+pub async fn completions(
+    State(state): State<AppState>,
+    counts: Option<Extension<TokenCounts>>,
+    body: JsonBody,
+) -> Result<Response> {
     let job = state.clone();
     let (prepared, logprobs) = state.work.run(move || prepare_request(&job, &body)).await?;
     let stream = prepared.stream;
-    let submitted = submit(&state, prepared, Endpoint::Completions, "cmpl")?;
+    let counts = counts.map(|Extension(c)| c);
+    let submitted = submit(&state, prepared, Endpoint::Completions, "cmpl", counts)?;
     let chunks = CompletionChunks {
         state: state.clone(),
         logprobs,

@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::graph::heaviest_path;
 
-/// The heaviest path (see [`heaviest_path`]) through the objects and arrays of `schema`, each
-/// weighing 1, with an edge from each to the objects and arrays it holds and from an object
-/// with `"$ref"` to the part the reference names.
+/// The heaviest path through the objects and arrays of `schema`, each weighing 1, with an
+/// edge from each to the objects and arrays it holds and from an object with `"$ref"` to the
+/// part the reference names. A path entering a cycle (a recursive schema) is charged every
+/// node of the cycle, so the measure bounds every order of walking the schema.
 ///
 /// References are resolved as llguidance resolves them within one document: `#` and
 /// `#/json/pointer`, `#name` by `$anchor`, and other URIs by a `$id` that equals them or ends
