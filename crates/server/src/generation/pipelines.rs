@@ -1,0 +1,89 @@
+//! A request's pipeline built once per choice: the text its sampling fields make (see
+//! [`crate::sampling`]), a server file argument refused on the parsed spec before anything is
+//! built, then the stages (choice `j` seeded `seed + j`).
+
+use sieve_core::{BuildContext, Pipeline};
+use sieve_dsl::PipelineSpec;
+
+use crate::openai::fields::SamplingFields;
+use crate::sampling::{pipeline_text, sets_any};
+use crate::state::AppState;
+use crate::{Error, Result};
+
+/// The canonical pipeline and, for each of `prompts` prompts, one built copy per choice
+/// (choice `j` with seed `seed + j`).
+pub(super) fn pipelines(
+    state: &AppState,
+    sampling: &SamplingFields,
+    seed: u64,
+    n: usize,
+    prompts: usize,
+) -> Result<(String, Vec<Vec<Pipeline>>)> {
+    let text = pipeline_text(sampling, &state.defaults, &state.registry)?;
+    let vocab = Some(&*state.model.vocab);
+    let failed = |d: sieve_dsl::Diagnostic, source: &str| {
+        if sampling.sampler.is_some() {
+            Error::Sampler(d.render(source))
+        } else {
+            Error::BadRequest {
+                message: format!(
+                    "the request's sampling fields make a pipeline that does not build:\n{}",
+                    d.render(source)
+                ),
+                param: None,
+            }
+        }
+    };
+    if sets_any(sampling) {
+        // Checked on the parsed spec, before any stage is built: a stage never reads a file
+        // a request names (whether it exists, or what it holds, would leak into the error).
+        let spec = PipelineSpec::parse(&text, &state.registry).map_err(|d| failed(d, &text))?;
+        refuse_server_files(&spec)?;
+    }
+    let compiled = sieve_dsl::compile(&text, &state.registry, &BuildContext { seed, vocab })
+        .map_err(|d| failed(d, &text))?;
+    let canonical = compiled.spec.to_string();
+    let mut first = Some(compiled.pipeline);
+    let mut all = Vec::with_capacity(prompts);
+    for _ in 0..prompts {
+        let mut built = Vec::with_capacity(n);
+        for j in 0..n as u64 {
+            if let Some(pipeline) = first.take() {
+                built.push(pipeline);
+                continue;
+            }
+            let cx = BuildContext {
+                seed: seed.wrapping_add(j),
+                vocab,
+            };
+            let pipeline = compiled
+                .spec
+                .build(&state.registry, &cx)
+                .map_err(|d| failed(d, &canonical))?;
+            built.push(pipeline);
+        }
+        all.push(built);
+    }
+    Ok((canonical, all))
+}
+
+/// Refuses a stage argument that reads a file on the server (`file`, as `grammar(file=…)`
+/// has), with a 400 naming the stage.
+///
+/// # Errors
+/// [`Error::Sampler`].
+pub fn refuse_server_files(spec: &PipelineSpec) -> Result<()> {
+    for stage in &spec.stages {
+        if stage
+            .get("file")
+            .is_some_and(|v| !matches!(v, sieve_core::Value::Str(s) if s.is_empty()))
+        {
+            return Err(Error::Sampler(format!(
+                "stage `{}`: `file` reads a file on the server and is not allowed in a request; \
+                 pass the grammar or schema inline",
+                stage.name
+            )));
+        }
+    }
+    Ok(())
+}
