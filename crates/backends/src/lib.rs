@@ -13,7 +13,8 @@
 //!  hf            families                     model                     backend
 //!  config.json ─► family_of ─► Family ────────► TransformerConfig ─load─► Model<B> ─► LoadedModel
 //!  (ConfigJson)   (registry)   (llama, mistral,  (Attention/Mlp/Norm/      (KV cache)  (ndarray | flex
-//!                               qwen2 files)      Rope/Embedding configs)               | cuda)
+//!                               qwen2, qwen3,     Rope/Embedding configs)               | cuda)
+//!                               gemma2, gemma3)
 //!  safetensors ─► Checkpoint ───────────────────────────────────────────┘
 //!
 //!  dir: ModelDir::open(path) ─► .tokenizer() ─► Tokenizer   (reads tokenizer.json only)

@@ -23,8 +23,6 @@
 //!   streamed text, shared by every generation mode;
 //! - [`parallel`]: [`generate_parallel`], K samples of one prompt decoded in one batch;
 //! - [`beam`]: [`beam_search`], transformers' beam search over forked sequences;
-//! - [`speculative`]: [`generate_speculative`], exact speculative decoding with a draft model
-//!   or prompt lookup (and [`chi_square`], the test statistics its tests use);
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
