@@ -24,6 +24,13 @@
 //! - `#[param(flatten)]`: the field is itself a `Params` struct whose parameters are spliced
 //!   in at this place (for parameters several stages share).
 //!
+//! Refused at compile time: a struct named `Params` (it clashes with the trait and this
+//! derive of that name; the message names the fix, e.g. `MineParams`), a field without `///`
+//! unless its type brings a doc (`Seed`; a generic struct is not checked), and a literal
+//! default outside a literal `Range::closed/open/at_least/greater_than` (the host would refuse
+//! the plugin on loading it). The reference plugin authors read is on `sieve_plugin`'s
+//! re-export of this derive (`cargo doc -p sieve-plugin`, `sieve_plugin::Params`).
+//!
 //! The field types map to parameter kinds through `sieve_core::ParamType`. The generated
 //! code names only `::sieve_core::__private` paths (`::sieve_plugin::__private` for the
 //! derive `sieve_plugin` re-exports), so it works in `no_std` crates and in plugin crates
@@ -31,8 +38,8 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
-use quote::quote;
-use syn::{parse_macro_input, Data, DeriveInput, Expr, Fields, Lit, Meta};
+use quote::{quote, quote_spanned};
+use syn::{parse_macro_input, Data, DeriveInput, Expr, Fields, Lit, Meta, UnOp};
 
 /// Derives `sieve_core::Params` for a struct with named fields (see the crate docs).
 #[proc_macro_derive(Params, attributes(param))]
@@ -40,8 +47,8 @@ pub fn derive_params(input: TokenStream) -> TokenStream {
     derive(input, quote!(::sieve_core::__private))
 }
 
-/// `#[derive(Params)]` as `sieve_plugin` re-exports it: the same, with paths through
-/// `::sieve_plugin`, the one dependency of a plugin crate.
+/// (Defined in `sieve-macros` as `PluginParams`: the derive of `sieve_core::Params`, with its
+/// paths through `::sieve_plugin`, the one dependency of a plugin crate.)
 #[doc(hidden)]
 #[proc_macro_derive(PluginParams, attributes(param))]
 pub fn derive_plugin_params(input: TokenStream) -> TokenStream {
@@ -102,7 +109,109 @@ fn doc(field: &syn::Field) -> String {
     lines.join(" ")
 }
 
+/// The value of a numeric literal, optionally negated (`2`, `-1.5`, `1e3`); `None` for any
+/// other expression, or an integer too large to compare exactly as an `f64`.
+fn literal_number(expr: &Expr) -> Option<f64> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Float(f), ..
+        }) => f.base10_parse::<f64>().ok(),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(i), ..
+        }) => {
+            let i = i.base10_parse::<u64>().ok()?;
+            (i <= 1 << 53).then_some(i as f64)
+        }
+        Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => literal_number(&u.expr).map(|x| -x),
+        Expr::Paren(p) => literal_number(&p.expr),
+        Expr::Group(g) => literal_number(&g.expr),
+        _ => None,
+    }
+}
+
+/// A `Range::closed(a, b)`, `Range::open(a, b)`, `Range::at_least(a)` or
+/// `Range::greater_than(a)` with literal bounds: `(min, max, min_inclusive, max_inclusive)`
+/// as `sieve_core::Range` defines them; `None` for any other expression.
+fn literal_range(expr: &Expr) -> Option<(f64, f64, bool, bool)> {
+    let Expr::Call(call) = expr else { return None };
+    let Expr::Path(path) = &*call.func else {
+        return None;
+    };
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let [.., ty, constructor] = segments.as_slice() else {
+        return None;
+    };
+    if ty != "Range" {
+        return None;
+    }
+    let args: Vec<f64> = call
+        .args
+        .iter()
+        .map(literal_number)
+        .collect::<Option<_>>()?;
+    match (constructor.as_str(), args.as_slice()) {
+        ("closed", &[min, max]) => Some((min, max, true, true)),
+        ("open", &[min, max]) => Some((min, max, false, false)),
+        ("at_least", &[min]) => Some((min, f64::INFINITY, true, false)),
+        ("greater_than", &[min]) => Some((min, f64::INFINITY, false, false)),
+        _ => None,
+    }
+}
+
+/// Refuses a literal default outside a literal range: the host would refuse to load the
+/// plugin (and `sieve_plugin::testing::check_descriptor` would fail), so say it at compile
+/// time. Defaults or ranges that are not literals are left to those checks.
+fn check_default_in_range(field: &syn::Field, attrs: &FieldAttrs) -> syn::Result<()> {
+    let (Some(default), Some(range)) = (&attrs.default, &attrs.range) else {
+        return Ok(());
+    };
+    let (Some(x), Some((min, max, min_inclusive, max_inclusive))) =
+        (literal_number(default), literal_range(range))
+    else {
+        return Ok(());
+    };
+    let above = if min_inclusive { x >= min } else { x > min };
+    let below = if max_inclusive { x <= max } else { x < max };
+    if above && below {
+        return Ok(());
+    }
+    let name = field
+        .ident
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let name = name.strip_prefix("r#").unwrap_or(&name);
+    let interval = format!(
+        "{}{min}, {max}{}",
+        if min_inclusive { '[' } else { '(' },
+        if max_inclusive { ']' } else { ')' }
+    );
+    Err(syn::Error::new_spanned(
+        default,
+        format!(
+            "the default of `{name}`, {x}, is outside its range {interval}: sieve would refuse \
+             to load the plugin; change the default or the range"
+        ),
+    ))
+}
+
 fn expand(input: &DeriveInput, root: &Tokens) -> syn::Result<Tokens> {
+    if input.ident == "Params" {
+        // Checked first: with the trait and this derive imported as `Params`, a struct of
+        // that name otherwise yields a string of unrelated resolution errors.
+        return Err(syn::Error::new_spanned(
+            &input.ident,
+            "a parameter struct cannot be named `Params`: that is the name of the trait and of \
+             this derive (`use sieve_plugin::Params`), and the two clash. Name it after its \
+             stage, e.g. `MineParams` for a stage `Mine`, and write `type Params = MineParams;` \
+             in `impl Stage`",
+        ));
+    }
     let fields =
         match &input.data {
             Data::Struct(s) => match &s.fields {
@@ -122,7 +231,9 @@ fn expand(input: &DeriveInput, root: &Tokens) -> syn::Result<Tokens> {
         };
     let mut parts = Vec::new();
     for field in fields {
-        parts.push((field, field_attrs(field)?));
+        let attrs = field_attrs(field)?;
+        check_default_in_range(field, &attrs)?;
+        parts.push((field, attrs));
     }
     Ok(expand_fields(input, &parts, root))
 }
@@ -132,6 +243,7 @@ fn expand_fields(input: &DeriveInput, fields: &[(&syn::Field, FieldAttrs)], p: &
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let mut schema = Vec::new();
     let mut reads = Vec::new();
+    let mut checks = Vec::new();
     for (field, attrs) in fields {
         let name = field.ident.as_ref().expect("named field");
         let ty = &field.ty;
@@ -170,6 +282,20 @@ fn expand_fields(input: &DeriveInput, fields: &[(&syn::Field, FieldAttrs)], p: &
             None => quote!(<#ty as #p::ParamType>::implicit_range()),
         };
         let doc = if doc.is_empty() {
+            // A field without `///` is an error unless its type brings a doc of its own
+            // (`Seed`); a `const` item checks that where the struct is defined. (A generic
+            // struct cannot name its field types in a `const` item: it goes unchecked.)
+            if input.generics.params.is_empty() {
+                let message = format!(
+                    "parameter `{text}` of `{ident}` has no `///` doc comment: write one above \
+                     the field (it is the line `sieve samplers` shows for the parameter)"
+                );
+                checks.push(quote_spanned! {name.span()=>
+                    const _: () = if <#ty as #p::ParamType>::IMPLICIT_DOC.is_empty() {
+                        ::core::panic!(#message)
+                    };
+                });
+            }
             quote!(<#ty as #p::ParamType>::IMPLICIT_DOC)
         } else {
             quote!(#doc)
@@ -186,6 +312,7 @@ fn expand_fields(input: &DeriveInput, fields: &[(&syn::Field, FieldAttrs)], p: &
         reads.push(quote! { #name: <#ty as #p::ParamType>::from_arg(args, #text)? });
     }
     quote! {
+        #(#checks)*
         impl #impl_generics #p::Params for #ident #ty_generics #where_clause {
             fn schema() -> #p::Vec<#p::ParamSpec> {
                 #[allow(unused_mut)]

@@ -10,7 +10,8 @@
 //! 1. reads `sieve_plugin_abi_version` and refuses any other version than [`ABI_VERSION`]
 //!    *before reading anything else* ("built for sieve plugin ABI vN, this sieve speaks vM");
 //! 2. calls `sieve_plugin_entry` and reads the descriptor, checking every `struct_size`,
-//!    string, name, parameter schema and default;
+//!    string, name, parameter schema and default with [`sieve_plugin::descriptor::describe`]
+//!    (the same check `sieve_plugin::testing::check_descriptor` runs in a plugin's tests);
 //! 3. wraps each stage as a [`StageEntry`] whose [`StageInfo::origin`] is the file path and
 //!    whose [`StageInfo::plugin`] names the library (name, version, file).
 //!
@@ -31,9 +32,10 @@ use std::string::{String, ToString};
 use std::sync::Arc;
 use std::vec::Vec;
 
-pub use descriptor::DescriptorError;
-use descriptor::{describe, StageRef};
+use descriptor::StageRef;
 use report::Report;
+pub use sieve_plugin::descriptor::DescriptorError;
+use sieve_plugin::descriptor::{describe, Described};
 
 use sieve_core::{Error, PluginOrigin, Registry, StageEntry, StageInfo};
 use sieve_plugin::abi::{AbiVersionFn, EntryFn, ABI_VERSION, ABI_VERSION_SYMBOL, ENTRY_SYMBOL};
@@ -182,21 +184,26 @@ impl Plugin {
         }
         // SAFETY: a non-null descriptor from the entry function lives for the process
         // (the caller's promise).
-        let mut described = unsafe { describe(descriptor, origin) }
+        let described: Described<'static> = unsafe { describe(descriptor, origin) }
             .map_err(|e| fail(LoadFailure::Descriptor(Box::new(e))))?;
         let library = PluginOrigin {
             name: described.name.clone(),
             version: described.version.clone(),
             file: origin.to_string(),
         };
-        for (info, _) in &mut described.stages {
-            info.plugin = Some(library.clone());
-        }
+        let stages = described
+            .stages
+            .into_iter()
+            .map(|(mut info, stage)| {
+                info.plugin = Some(library.clone());
+                (info, StageRef(stage))
+            })
+            .collect();
         Ok(Plugin {
             origin: origin.into(),
             name: described.name,
             version: described.version,
-            stages: described.stages,
+            stages,
         })
     }
 

@@ -71,8 +71,8 @@ pub struct Export {
 
 /// The descriptor and everything it points into.
 #[derive(Debug)]
-struct Built {
-    plugin: AbiPlugin,
+pub(crate) struct Built {
+    pub(crate) plugin: AbiPlugin,
     _stages: Box<[AbiStage]>,
     _params: Vec<Box<[AbiParam]>>,
     _specs: Vec<Vec<ParamSpec>>,
@@ -105,52 +105,55 @@ impl Export {
     pub fn entry(&'static self, err: *const ErrorSink) -> *const AbiPlugin {
         install_hook();
         guard(err, || {
-            let built = self.built.get_or_init(|| self.build());
+            let built = self
+                .built
+                .get_or_init(|| build(self.name, self.version, self.stages));
             Ok(&built.plugin as *const AbiPlugin)
         })
         .unwrap_or(core::ptr::null())
     }
+}
 
-    fn build(&self) -> Built {
-        let specs: Vec<Vec<ParamSpec>> = self.stages.iter().map(|s| (s.params)()).collect();
-        let mut arena = Arena::new();
-        let params: Vec<Box<[AbiParam]>> = specs
-            .iter()
-            .map(|list| list.iter().map(|p| encode_param(p, &mut arena)).collect())
-            .collect();
-        let stages: Box<[AbiStage]> = self
-            .stages
-            .iter()
-            .zip(&params)
-            .map(|(s, p)| AbiStage {
-                struct_size: core::mem::size_of::<AbiStage>(),
-                name: AbiStr::new(s.name),
-                doc: AbiStr::new(s.doc),
-                params: p.as_ptr(),
-                n_params: p.len(),
-                selector: u8::from(s.selector),
-                create: s.create,
-                apply: s.apply,
-                accept: s.accept,
-                reset: s.reset,
-                destroy: s.destroy,
-            })
-            .collect();
-        let plugin = AbiPlugin {
-            struct_size: core::mem::size_of::<AbiPlugin>(),
-            abi_version: ABI_VERSION,
-            name: AbiStr::new(self.name),
-            version: AbiStr::new(self.version),
-            stages: stages.as_ptr(),
-            n_stages: stages.len(),
-        };
-        Built {
-            plugin,
-            _stages: stages,
-            _params: params,
-            _specs: specs,
-            _arena: arena,
-        }
+/// The descriptor of a plugin `name`, version `version`, defining `stages` (what
+/// [`Export::entry`] returns, and what [`crate::testing::check_descriptor`] checks).
+pub(crate) fn build(name: &'static str, version: &'static str, stages: &[StageDef]) -> Built {
+    let specs: Vec<Vec<ParamSpec>> = stages.iter().map(|s| (s.params)()).collect();
+    let mut arena = Arena::new();
+    let params: Vec<Box<[AbiParam]>> = specs
+        .iter()
+        .map(|list| list.iter().map(|p| encode_param(p, &mut arena)).collect())
+        .collect();
+    let abi_stages: Box<[AbiStage]> = stages
+        .iter()
+        .zip(&params)
+        .map(|(s, p)| AbiStage {
+            struct_size: core::mem::size_of::<AbiStage>(),
+            name: AbiStr::new(s.name),
+            doc: AbiStr::new(s.doc),
+            params: p.as_ptr(),
+            n_params: p.len(),
+            selector: u8::from(s.selector),
+            create: s.create,
+            apply: s.apply,
+            accept: s.accept,
+            reset: s.reset,
+            destroy: s.destroy,
+        })
+        .collect();
+    let plugin = AbiPlugin {
+        struct_size: core::mem::size_of::<AbiPlugin>(),
+        abi_version: ABI_VERSION,
+        name: AbiStr::new(name),
+        version: AbiStr::new(version),
+        stages: abi_stages.as_ptr(),
+        n_stages: abi_stages.len(),
+    };
+    Built {
+        plugin,
+        _stages: abi_stages,
+        _params: params,
+        _specs: specs,
+        _arena: arena,
     }
 }
 

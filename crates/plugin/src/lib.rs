@@ -13,7 +13,10 @@
 //!    `#[param(range = …)]` gives its valid [`Range`]; a field without a default is
 //!    *required*. Field types: `f64`/`f32` (float), `usize`/`u32`/`i64` (int), `bool`,
 //!    `String`, `Vec<Value>` (list), `Vec<(Value, Value)>` (map), and [`Seed`] for a random
-//!    stage's seed;
+//!    stage's seed. The full attribute reference (`flatten`, the default's type, how doc
+//!    lines join, what is refused at compile time) is on [`derive@Params`]. Name the struct
+//!    after its stage (`MineParams`), never `Params`: that name is the trait's and the
+//!    derive's, and the derive refuses it;
 //! 2. the stage type, implementing [`Sampler`] (`apply`, and `accept`/`reset` if it keeps
 //!    state) and [`Stage`] (`NAME`, `DOC`, `SELECTOR`, `type Params`, `new`);
 //! 3. one line exporting the library: [`export_plugin!`]
@@ -54,7 +57,18 @@
 //! # Building, installing, debugging
 //! - Build with `cargo build --release` as a `cdylib` (`crate-type = ["cdylib"]`), with the
 //!   CPU flags sieve uses (`-C target-cpu=x86-64-v3` on x86-64, in `.cargo/config.toml`): the
-//!   kernels above vectorize 8 lanes wide only then.
+//!   kernels above vectorize 8 lanes wide only then. They choose their code when they are
+//!   *compiled* (`cfg(target_feature = "avx2")`), not at run time, so the flags of the build
+//!   decide. Cargo reads `.cargo/config.toml` from the **current directory** (and its
+//!   parents), not from the crate's, and a `RUSTFLAGS` variable replaces its flags: a
+//!   `cargo build --manifest-path mine/Cargo.toml` run from elsewhere, or any `RUSTFLAGS`,
+//!   built a plugin with no AVX2 code at all, 1.8× slower. Build from the crate's directory,
+//!   or pass the flags where no directory can lose them: `RUSTFLAGS="-C
+//!   target-cpu=x86-64-v3"` or `--config 'build.rustflags=["-C", "target-cpu=x86-64-v3"]'`.
+//!   (sieve's model kernels, `sieve-kernels`, detect AVX2/AVX-512 at run time instead; the
+//!   sampler math shared with plugins does not, so that a stage's results never depend on
+//!   the machine it runs on beyond the build's flags.) `plugins/template` has a build script
+//!   that warns when an x86-64 build lacks AVX2.
 //! - Never build a plugin with `panic = "abort"`: [`export_plugin!`] refuses it at compile
 //!   time, because a panic could not be caught and would end `sieve` without a message.
 //! - Load it with `--plugin target/release/libmine.so` on `sieve check`, `samplers`, `apply`,
@@ -66,7 +80,12 @@
 //!   the stage, the file and, for a panic, its location); in `apply` a runtime failure (exit
 //!   code 1). A stage that panicked is *poisoned* until `reset`.
 //! - Test the stage as an ordinary Rust type in `#[cfg(test)]` (`Candidates::from_logits`,
-//!   `Context::default()`), and end to end with `sieve apply --trace`.
+//!   `Context::default()`), and end to end with `sieve apply --trace`. [`testing`] has the
+//!   two one-line helpers: [`testing::build`] builds it through [`Stage::new`] (an inherent
+//!   `new` on the type would win over the trait's in `Mine::new(…)`), and
+//!   [`testing::check_descriptor`] checks its descriptor with the host's own check (what
+//!   would otherwise refuse the library only when `sieve` loads it). [`Error`] and
+//!   [`ParamError`] are here to match on, not only `.is_err()`.
 //!
 //! # Compatibility
 //! A plugin built against an earlier sieve with the same [`ABI_VERSION`] keeps loading: the
@@ -133,11 +152,35 @@
 //! `sieve-plugin-host` loads plugin libraries (the command line uses it); this crate is the
 //! guest side and the shared ABI.
 //!
+//! # Migrating from the first plugin API (`sieve_core::plugin`)
+//! Plugins written before this crate existed depended on `sieve-core` (feature `std`) and
+//! `serde`. The ABI did not change (still v1): a library built then keeps loading. To rebuild
+//! one against this crate:
+//!
+//! | before | now |
+//! |---|---|
+//! | dependencies `sieve-core` (feature `std`) and `serde` | `sieve-plugin` alone |
+//! | `use sieve_core::plugin::PluginStage;` and `sieve_core::…` types | `use sieve_plugin::{Stage, …};` (the same types, re-exported) |
+//! | `impl PluginStage for Mine` | `impl Stage for Mine` — the trait built-in stages implement |
+//! | `fn create(p: Self::Params, cx)` | `fn new(p: Self::Params, cx)` |
+//! | `fn params() -> Vec<ParamSpec>` (the schema, written by hand) | gone: the schema comes from the parameter struct |
+//! | `#[derive(Deserialize)] struct Params { … }` | `#[derive(sieve_plugin::Params)] struct MineParams { … }`: one `///` doc per field, `#[param(default = …, range = …)]` for what `ParamSpec::float/int(…)` said; not named `Params` |
+//! | `fn name(&self) -> &str` in `impl Sampler` | gone: the name is `Stage::NAME` only |
+//! | `sieve_core::export_plugin!(…)` | `sieve_plugin::export_plugin!(…)`, same arguments |
+//! | `sieve_core::plugin::abi` | [`abi`] |
+//!
+//! `NAME`, `DOC` and `SELECTOR` keep their meaning; `Sampler::apply`, `accept` and `reset` are
+//! unchanged. The template's first and second versions side by side are commits `c135558^`
+//! and `c135558` of `plugins/template/src/lib.rs` in the sieve repository.
+//!
 //! # Modules
 //! - [`abi`]: the `#[repr(C)]` types, symbol names and status codes;
 //! - [`value`], [`schema`], [`vocab`]: Rust values to and from their ABI form (both sides use
 //!   them);
-//! - [`guest`] (feature `std`): the author's side, used by [`export_plugin!`].
+//! - [`descriptor`]: reading and checking a library's descriptor, the one check the host
+//!   runs when it loads a plugin;
+//! - [`guest`] (feature `std`): the author's side, used by [`export_plugin!`];
+//! - [`testing`] (feature `std`): helpers for a plugin's tests.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
@@ -146,11 +189,14 @@ extern crate alloc;
 extern crate self as sieve_plugin;
 
 pub mod abi;
+pub mod descriptor;
 mod error;
 mod export;
 #[cfg(feature = "std")]
 pub mod guest;
 pub mod schema;
+#[cfg(feature = "std")]
+pub mod testing;
 pub mod value;
 pub mod vocab;
 
@@ -159,11 +205,82 @@ pub use error::AbiError;
 
 pub use sieve_core::stage::Params;
 pub use sieve_core::{
-    math, Args, BuildContext, Candidates, Context, Error, ParamKind, ParamSpec, ParamType, Range,
-    Sampler, Seed, SieveRng, Stage, Value, Vocab, MAX_SEED,
+    math, Args, BuildContext, Candidates, Context, Error, ParamError, ParamKind, ParamSpec,
+    ParamType, Range, Sampler, Seed, SieveRng, Value, Vocab, MAX_SEED,
 };
-/// `#[derive(Params)]`: a stage's parameter schema and argument reading, from a struct (see
-/// the [crate docs](crate) and [`Params`]).
+
+/// **For plugin authors: call `Stage::new` through the trait in tests.** An inherent
+/// `fn new(…)` on the stage type compiles beside [`Stage::new`] and is the one `Mine::new(…)`
+/// calls (inherent methods win over trait methods), so a test that writes `Mine::new` does
+/// not build the stage the way `sieve` does. Write
+/// [`testing::build::<Mine>(params, &cx)`](testing::build) (or `<Mine as Stage>::new`), or
+/// give the inherent constructor another name.
+///
+/// ---
+#[doc(inline)]
+pub use sieve_core::Stage;
+
+/// `#[derive(Params)]`: a stage's parameter schema and the reading of its validated
+/// arguments, written from a struct with named fields.
+///
+/// ```
+/// use sieve_plugin::{Params, Range, Seed};
+///
+/// #[derive(Params)]
+/// pub struct MineParams {
+///     /// added to the logit of `token`;
+///     /// may be negative
+///     #[param(default = 1.0, range = Range::closed(-100.0, 100.0))]
+///     pub bias: f32,
+///     /// the token id
+///     #[param(range = Range::closed(0.0, u32::MAX as f64))]
+///     pub token: u32,
+///     pub seed: Seed,
+/// }
+/// let schema = MineParams::schema();
+/// assert_eq!(schema[0].doc, "added to the logit of `token`; may be negative");
+/// assert!(schema[1].default.is_none()); // required
+/// ```
+///
+/// # Fields
+/// - The field name is the parameter name (a raw identifier loses its `r#`), the field order
+///   the positional order (`mine(2.5, 13)`).
+/// - The `///` doc is the parameter's one-line doc in `sieve samplers`: its lines are trimmed,
+///   empty lines dropped, and the rest joined by one space. **Required**: a field without one
+///   is a compile error naming it, except a [`Seed`] field (its type brings its doc).
+/// - Field types and the kinds they map to ([`ParamType`]): `f64`/`f32` → float,
+///   `usize`/`u32`/`i64` → int, `bool`, `String` → str, `Vec<Value>` → list,
+///   `Vec<(Value, Value)>` → map (in written order), [`Seed`] → int (default `-1`, range
+///   `[-1, 2^53]`).
+///
+/// # `#[param(…)]`
+/// - `default = EXPR`: makes the parameter optional. `EXPR` has the type
+///   `<FieldType as ParamType>::Default`: **`f64` for float fields (also `f32`, so
+///   `default = 0.05` is the `f64` 0.05, exactly as `sieve check` prints it), `i64` for the
+///   integer fields and `Seed`**, the field type otherwise; a string literal for a `String`
+///   field. Without `default` the parameter is *required* (a [`Seed`] defaults to `-1`).
+/// - `range = EXPR`: the valid interval, a [`Range`] expression (`Range::closed(0.0, 1.0)`,
+///   `Range::open`, `Range::at_least`, `Range::greater_than`) evaluated where the struct is
+///   defined. Numbers outside it are refused before [`Stage::new`] runs.
+/// - `flatten`: the field's type is itself a `#[derive(Params)]` struct whose parameters are
+///   spliced in at this place (parameters several stages share); its own `default`, `range`
+///   and `///` are not used.
+///
+/// # Compile-time checks
+/// - A struct named `Params` is refused: it would clash with this derive and the trait
+///   [`Params`] that `use sieve_plugin::Params` brings in. Name it after its stage
+///   (`MineParams` for `Mine`). rustc's own "the name `Params` is defined multiple times"
+///   (E0255) is printed just before the derive's message (it is reported before any derive
+///   runs), and the uses of the name (`type Params = Params;`) fail after it.
+/// - A field without `///` (see above).
+/// - A literal default outside a literal range (`default = 1.5, range = Range::closed(0.0,
+///   1.0)`): the host would refuse the library when loading it. A default or range that is not
+///   a literal (a constant, `u32::MAX as f64`) is not evaluated by the derive; check it with
+///   [`testing::check_descriptor`], which runs the host's own check.
+///
+/// The derive implements [`Params`] through `::sieve_plugin::__private` paths only, so it
+/// needs no other import and works in any module.
+#[doc(inline)]
 pub use sieve_macros::PluginParams as Params;
 
 /// What the code `#[derive(Params)]` writes refers to; not part of the API.
