@@ -262,3 +262,23 @@ fn a_stream_names_its_pipeline_and_seed_once() {
         }
     }
 }
+
+#[test]
+fn a_known_path_with_another_method_is_a_405_in_openai_s_shape() {
+    let server = server();
+    for (method, path) in [
+        ("GET", "/v1/completions"),
+        ("POST", "/health"),
+        ("DELETE", "/v1/models"),
+    ] {
+        let r = server_support::request(server.addr, method, path, &[], Some(b"{}"));
+        assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
+        assert_eq!(
+            r.json()["error"]["code"],
+            "method_not_allowed",
+            "{}",
+            r.body
+        );
+    }
+    assert_eq!(server.get("/nowhere").status, 404);
+}

@@ -42,6 +42,9 @@ pub enum Error {
     /// No route here (404).
     #[error("no route {0}")]
     NoRoute(String),
+    /// A known path asked with a method it does not take (405).
+    #[error("{0} is not allowed on this path")]
+    MethodNotAllowed(String),
     /// The API key is missing or wrong (401, with `WWW-Authenticate: Bearer`).
     #[error("a valid API key is needed: send `Authorization: Bearer <key>`")]
     Unauthorized,
@@ -119,6 +122,7 @@ impl Error {
             | Error::PromptTooLong { .. }
             | Error::SamplingFailed(_) => StatusCode::BAD_REQUEST,
             Error::UnknownModel(_) | Error::NoRoute(_) => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::OriginNotAllowed(_) | Error::HostNotAllowed(_) => StatusCode::FORBIDDEN,
@@ -140,6 +144,7 @@ impl Error {
             }
             Error::UnknownModel(_) => ("invalid_request_error", Some("model_not_found")),
             Error::NoRoute(_) => ("invalid_request_error", Some("not_found")),
+            Error::MethodNotAllowed(_) => ("invalid_request_error", Some("method_not_allowed")),
             Error::Unauthorized => ("authentication_error", Some("invalid_api_key")),
             Error::UnsupportedMediaType(_) => {
                 ("invalid_request_error", Some("unsupported_media_type"))

@@ -31,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(state.clone(), auth::api_key))
         .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(middleware::from_fn(crate::log::log_request))
@@ -38,7 +39,12 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// 404 (or 405 for a known path with another method) in OpenAI's shape.
+/// 404 in OpenAI's shape.
 async fn no_route(method: Method, uri: axum::http::Uri) -> Error {
     Error::NoRoute(format!("{method} {}", uri.path()))
+}
+
+/// 405 in OpenAI's shape, for a known path with another method.
+async fn wrong_method(method: Method, uri: axum::http::Uri) -> Error {
+    Error::MethodNotAllowed(format!("{method} {}", uri.path()))
 }
