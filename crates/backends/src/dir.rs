@@ -13,17 +13,16 @@
 use std::path::{Path, PathBuf};
 
 use sieve_core::Vocab;
+use sieve_text::{
+    ChatTemplate, ConfigJson, GenerationConfig, Tokenizer, CONFIG_FILE, GENERATION_CONFIG_FILE,
+    TOKENIZER_FILE,
+};
 
 use crate::backend::{BackendKind, LoadedModel};
-use crate::chat_template::ChatTemplate;
 use crate::dtype::WeightDtype;
 use crate::families::{family_of, Family};
-use crate::hf::{
-    check_sizes, Checkpoint, ConfigJson, GenerationConfig, OneOrMany, CONFIG_FILE,
-    GENERATION_CONFIG_FILE, TOKENIZER_FILE,
-};
+use crate::hf::{check_sizes, Checkpoint};
 use crate::model::TransformerConfig;
-use crate::tokenizer::Tokenizer;
 use crate::Result;
 
 /// The number of vocabulary rows without a token that always count as padding (see
@@ -50,17 +49,17 @@ impl ModelDir {
     /// allocated before it is checked.
     ///
     /// # Errors
-    /// [`crate::Error::MissingFile`] when `config.json` is absent, [`crate::Error::Json`]
+    /// [`sieve_text::Error::MissingFile`] when `config.json` is absent, [`sieve_text::Error::Json`]
     /// naming a malformed file and field, [`crate::Error::UnknownArchitecture`], the errors
     /// of [`Checkpoint::open`] for a checkpoint that is present but bad, and
-    /// [`crate::Error::InvalidConfig`] (a size the tensors contradict, or the family's).
+    /// [`sieve_text::Error::InvalidConfig`] (a size the tensors contradict, or the family's).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let config = ConfigJson::from_file(&path.join(CONFIG_FILE))?;
         let family = family_of(&config)?;
         let checkpoint = match Checkpoint::open(&path) {
             Ok(c) => Some(c),
-            Err(crate::Error::MissingFile { path: missing })
+            Err(crate::Error::Text(sieve_text::Error::MissingFile { path: missing }))
                 if missing == path.join(crate::hf::SINGLE_FILE) =>
             {
                 None
@@ -71,10 +70,7 @@ impl ModelDir {
         drop(checkpoint);
         let transformer = family.transformer_config(&config)?;
         let bos_token_id = config.get("bos_token_id")?;
-        let eos_token_ids = config
-            .get::<OneOrMany>("eos_token_id")?
-            .map(OneOrMany::into_vec)
-            .unwrap_or_default();
+        let eos_token_ids = config.eos_token_ids()?;
         let generation = GenerationConfig::from_file(&path.join(GENERATION_CONFIG_FILE))?;
         Ok(ModelDir {
             path,
@@ -124,11 +120,7 @@ impl ModelDir {
     /// The end-of-sequence ids: those of `generation_config.json` when it names any (it is
     /// what transformers' `generate` uses), else those of `config.json`.
     pub fn eos_ids(&self) -> Vec<u32> {
-        if self.generation.eos_token_ids.is_empty() {
-            self.eos_token_ids.clone()
-        } else {
-            self.generation.eos_token_ids.clone()
-        }
+        self.generation.eos_ids_or(&self.eos_token_ids)
     }
 
     /// Reads the chat template (`chat_template.jinja`, else `tokenizer_config.json`'s
@@ -137,7 +129,7 @@ impl ModelDir {
     /// # Errors
     /// As [`ChatTemplate::from_dir`].
     pub fn chat_template(&self) -> Result<ChatTemplate> {
-        ChatTemplate::from_dir(&self.path)
+        Ok(ChatTemplate::from_dir(&self.path)?)
     }
 
     /// Loads `tokenizer.json` (and no other file), and checks that it can decode the ids the

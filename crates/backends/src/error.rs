@@ -4,25 +4,17 @@ use std::path::PathBuf;
 
 /// Everything that can go wrong while loading a model directory or running the model. (The
 /// generation loop's own errors are `sieve_engine::Error`; this error becomes its
-/// `Model` or `Detokenize` case.)
+/// `Model` case.) The text side's errors are `sieve_text::Error`, wrapped as [`Error::Text`].
 ///
 /// Messages name the file and, for weights, the tensor with the expected and found shape or
 /// dtype, so the command line can print them as they are.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file the model directory must have is not there.
-    #[error("missing file {}", path.display())]
-    MissingFile {
-        /// The path looked for.
-        path: PathBuf,
-    },
-    /// A path of the model directory is not a regular file (a directory, FIFO, socket or
-    /// device, also behind a symlink): it is refused before it is opened.
-    #[error("{}: not a regular file", path.display())]
-    NotRegularFile {
-        /// The path.
-        path: PathBuf,
-    },
+    /// A file of the text side (a missing or unreadable file, malformed JSON, an invalid
+    /// `config.json` field, the tokenizer, the chat template): `sieve-text`'s error, with its
+    /// message.
+    #[error(transparent)]
+    Text(#[from] sieve_text::Error),
     /// An index file lists a file outside the model directory (an absolute path or `..`).
     #[error("{}: `{entry}` is outside the model directory", path.display())]
     OutsideModelDir {
@@ -30,24 +22,6 @@ pub enum Error {
         path: PathBuf,
         /// The file name it lists.
         entry: String,
-    },
-    /// A file exists but could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    /// A JSON file is not valid JSON, or a field has the wrong type.
-    #[error("{}: {}{message}", path.display(), field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// The path of the offending field (`rope_scaling.factor`), when known.
-        field: Option<String>,
-        /// What is wrong.
-        message: String,
     },
     /// `config.json` names no architecture this crate implements.
     #[error("{}: unknown architecture {found}; supported: {}", path.display(), supported.join(", "))]
@@ -58,30 +32,6 @@ pub enum Error {
         found: String,
         /// The architectures this crate implements.
         supported: Vec<&'static str>,
-    },
-    /// `config.json` parses but describes a model this crate cannot build.
-    #[error("{}: {message}", path.display())]
-    InvalidConfig {
-        /// The config file.
-        path: PathBuf,
-        /// What is wrong (names the field).
-        message: String,
-    },
-    /// The model directory has no chat template (`chat_template.jinja` or
-    /// `tokenizer_config.json`'s `chat_template`).
-    #[error("{}: no chat template (neither chat_template.jinja nor a `chat_template` in tokenizer_config.json)", path.display())]
-    NoChatTemplate {
-        /// The model directory.
-        path: PathBuf,
-    },
-    /// A chat template failed to parse or to render (including its own
-    /// `raise_exception`), or its inputs are malformed.
-    #[error("chat template {}: {message}", path.display())]
-    ChatTemplate {
-        /// The file the template came from.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
     },
     /// A safetensors file (or its index) is truncated or corrupt.
     #[error("{}: not a valid safetensors file: {message}", path.display())]
@@ -131,14 +81,6 @@ pub enum Error {
         name: String,
         /// The dtype in the file.
         found: String,
-    },
-    /// `tokenizer.json` could not be loaded, or encoding/decoding failed.
-    #[error("{}: tokenizer: {message}", path.display())]
-    Tokenizer {
-        /// The tokenizer file.
-        path: PathBuf,
-        /// The tokenizers crate's message.
-        message: String,
     },
     /// `tokenizer.json` cannot decode every id the model may emit: it has fewer tokens than
     /// `config.json`'s `vocab_size`, and the rows it lacks are not padding.
@@ -214,22 +156,18 @@ impl Error {
     /// machine. The command line exits with code 2 for these, 1 for the others (an I/O error,
     /// a backend failure, a bad token fed to a loaded model).
     pub fn is_bad_model_file(&self) -> bool {
-        matches!(
-            self,
-            Error::MissingFile { .. }
-                | Error::NotRegularFile { .. }
-                | Error::OutsideModelDir { .. }
-                | Error::Json { .. }
-                | Error::UnknownArchitecture { .. }
-                | Error::InvalidConfig { .. }
-                | Error::Safetensors { .. }
-                | Error::BadTensor { .. }
-                | Error::MissingTensor { .. }
-                | Error::TensorShape { .. }
-                | Error::TensorDtype { .. }
-                | Error::Tokenizer { .. }
-                | Error::TokenizerTooSmall { .. }
-        )
+        match self {
+            Error::Text(e) => e.is_bad_model_file(),
+            Error::OutsideModelDir { .. }
+            | Error::UnknownArchitecture { .. }
+            | Error::Safetensors { .. }
+            | Error::BadTensor { .. }
+            | Error::MissingTensor { .. }
+            | Error::TensorShape { .. }
+            | Error::TensorDtype { .. }
+            | Error::TokenizerTooSmall { .. } => true,
+            _ => false,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 use sieve_backends::{BackendKind, Error, LoadedModel, ModelDir};
+use sieve_text::Error as TextError;
 
 /// A copy of fixture `name` in a fresh temporary directory.
 fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -60,7 +61,7 @@ fn ends_with(path: &Path, name: &str) -> bool {
 fn an_empty_directory_misses_config_json() {
     let tmp = tempfile::tempdir().unwrap();
     match ModelDir::open(tmp.path()).unwrap_err() {
-        Error::MissingFile { path } => assert!(ends_with(&path, "config.json")),
+        Error::Text(TextError::MissingFile { path }) => assert!(ends_with(&path, "config.json")),
         e => panic!("{e:?}"),
     }
 }
@@ -75,7 +76,7 @@ fn broken_config_json_is_named() {
     .unwrap();
     let e = load(&dir).unwrap_err();
     assert!(
-        matches!(&e, Error::Json { path, .. } if ends_with(path, "config.json")),
+        matches!(&e, Error::Text(TextError::Json { path, .. }) if ends_with(path, "config.json")),
         "{e:?}"
     );
 }
@@ -100,7 +101,7 @@ fn a_config_field_of_the_wrong_type_is_named() {
     let (_t, dir) = copy_fixture("llama-f32-linear");
     edit_config(&dir, |v| v["num_attention_heads"] = serde_json::json!("2"));
     match load(&dir).unwrap_err() {
-        Error::Json { path, field, .. } => {
+        Error::Text(TextError::Json { path, field, .. }) => {
             assert!(ends_with(&path, "config.json"));
             assert_eq!(field.as_deref(), Some("num_attention_heads"));
         }
@@ -123,7 +124,7 @@ fn a_broken_generation_config_is_named() {
     )
     .unwrap();
     match ModelDir::open(&dir).unwrap_err() {
-        Error::Json { path, field, .. } => {
+        Error::Text(TextError::Json { path, field, .. }) => {
             assert!(ends_with(&path, "generation_config.json"));
             assert_eq!(field.as_deref(), Some("eos_token_id"));
         }
@@ -136,7 +137,9 @@ fn missing_weights_name_model_safetensors() {
     let (_t, dir) = copy_fixture("llama-f32-linear");
     fs::remove_file(dir.join("model.safetensors")).unwrap();
     match load(&dir).unwrap_err() {
-        Error::MissingFile { path } => assert!(ends_with(&path, "model.safetensors")),
+        Error::Text(TextError::MissingFile { path }) => {
+            assert!(ends_with(&path, "model.safetensors"))
+        }
         e => panic!("{e:?}"),
     }
 }
@@ -265,7 +268,7 @@ fn sharded_checkpoint_errors_name_the_index_or_the_shard() {
     let (_t, dir) = copy_fixture(name);
     fs::remove_file(dir.join("model-00002-of-00004.safetensors")).unwrap();
     match load(&dir).unwrap_err() {
-        Error::MissingFile { path } => {
+        Error::Text(TextError::MissingFile { path }) => {
             assert!(ends_with(&path, "model-00002-of-00004.safetensors"))
         }
         e => panic!("{e:?}"),
@@ -278,7 +281,7 @@ fn sharded_checkpoint_errors_name_the_index_or_the_shard() {
     )
     .unwrap();
     match load(&dir).unwrap_err() {
-        Error::Json { path, field, .. } => {
+        Error::Text(TextError::Json { path, field, .. }) => {
             assert!(ends_with(&path, "model.safetensors.index.json"));
             assert_eq!(field.as_deref(), Some("weight_map"));
         }
@@ -333,13 +336,15 @@ fn tokenizer_errors_name_the_file() {
     )
     .unwrap();
     match model_dir.tokenizer().unwrap_err() {
-        Error::Tokenizer { path, .. } => assert!(ends_with(&path, "tokenizer.json")),
+        Error::Text(TextError::Tokenizer { path, .. }) => {
+            assert!(ends_with(&path, "tokenizer.json"))
+        }
         e => panic!("{e:?}"),
     }
     fs::remove_file(dir.join("tokenizer.json")).unwrap();
     assert!(matches!(
         model_dir.tokenizer().unwrap_err(),
-        Error::MissingFile { .. }
+        Error::Text(TextError::MissingFile { .. })
     ));
 }
 

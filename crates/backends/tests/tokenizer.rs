@@ -87,7 +87,7 @@ fn the_directory_and_the_vocabulary_are_read_without_the_weights() {
     // Only the weights are missing.
     assert!(matches!(
         dir.checkpoint().unwrap_err(),
-        sieve_backends::Error::MissingFile { .. }
+        sieve_backends::Error::Text(sieve_text::Error::MissingFile { .. })
     ));
 }
 

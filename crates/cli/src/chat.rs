@@ -69,7 +69,11 @@ pub fn render(
     add_generation_prompt: bool,
     kwargs: Option<&str>,
 ) -> Result<(String, Vec<u32>), Failure> {
-    let at = |e: sieve_backends::Error| Failure::usage(e.to_string());
+    // The template and the tokenizer fail with `sieve_text::Error`, the directory with
+    // `sieve_backends::Error`; both are usage errors.
+    fn at(e: impl std::fmt::Display) -> Failure {
+        Failure::usage(e.to_string())
+    }
     let template = files.dir.chat_template().map_err(at)?;
     let text = template
         .render_json(conversation, add_generation_prompt, kwargs)

@@ -28,9 +28,9 @@
 //! greedy or mirostat selection the truncations 6–11 are left out (they could not change a
 //! greedy choice; mirostat does its own truncation, as llama.cpp's does).
 
-use sieve_backends::GenerationConfig;
 use sieve_core::Value;
 use sieve_dsl::PipelineSource;
+use sieve_text::GenerationConfig;
 
 use crate::openai::fields::{ResponseFormat, SamplerField, SamplingFields};
 use crate::{Error, Result};

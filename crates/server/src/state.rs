@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sieve_backends::{ChatTemplate, Tokenizer};
 use sieve_core::{Registry, Vocab};
 use sieve_engine::serve::Status;
 use sieve_engine::Scheduler;
+use sieve_text::{ChatTemplate, Tokenizer};
 
 use crate::connections::ConnectionLimits;
 use crate::metrics::{Gauges, Metrics};

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// # Errors
 /// [`Error::MissingFile`] when absent, [`Error::NotRegularFile`] for a directory, FIFO,
 /// socket or device (also behind a symlink), [`Error::Io`].
-pub(crate) fn open_regular(path: &Path) -> Result<File> {
+pub fn open_regular(path: &Path) -> Result<File> {
     let io = |source: std::io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -48,7 +48,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<File> {
 ///
 /// # Errors
 /// As [`open_regular`].
-pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>> {
+pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut file = open_regular(path)?;
     let mut bytes = Vec::new();
@@ -62,7 +62,7 @@ pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>> {
 /// Whether `name`, a file name an index lists, stays inside the directory it is joined to:
 /// relative, with no `..`, root or prefix component. (A symlink inside the directory may
 /// still point elsewhere, as the Hugging Face cache's snapshot directories do.)
-pub(crate) fn stays_inside(name: &str) -> bool {
+pub fn stays_inside(name: &str) -> bool {
     let path = Path::new(name);
     !name.is_empty()
         && path

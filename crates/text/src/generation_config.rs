@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::json::{parse_json, read_text, OneOrMany};
+use crate::json::{parse_json, read_text, OneOrMany};
 use crate::{Error, Result};
 
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +81,17 @@ impl GenerationConfig {
             max_new_tokens: raw.max_new_tokens,
         })
     }
+
+    /// The end-of-sequence ids generation stops at: this file's when it names any (they are
+    /// what transformers' `generate` uses), else `config_eos` (`config.json`'s
+    /// `eos_token_id`, see [`ConfigJson::eos_token_ids`](crate::ConfigJson::eos_token_ids)).
+    pub fn eos_ids_or(&self, config_eos: &[u32]) -> Vec<u32> {
+        if self.eos_token_ids.is_empty() {
+            config_eos.to_vec()
+        } else {
+            self.eos_token_ids.clone()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +119,13 @@ mod tests {
             parse(r#"{"eos_token_id":7}"#).unwrap().eos_token_ids,
             vec![7]
         );
+    }
+
+    #[test]
+    fn its_eos_ids_win_over_config_json_s() {
+        let g = parse(r#"{"eos_token_id":[2,7]}"#).unwrap();
+        assert_eq!(g.eos_ids_or(&[9]), vec![2, 7]);
+        assert_eq!(GenerationConfig::default().eos_ids_or(&[9]), vec![9]);
     }
 
     #[test]

@@ -10,15 +10,15 @@ use serde_json::{Map, Value};
 use crate::{Error, Result};
 
 /// Reads `path` and deserializes it; a missing file is [`Error::MissingFile`].
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let text = read_text(path)?;
     parse_json(path, &text)
 }
 
 /// Reads a whole text file; a missing file is [`Error::MissingFile`], anything but a regular
 /// file [`Error::NotRegularFile`].
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    let bytes = super::files::read_regular(path)?;
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = crate::files::read_regular(path)?;
     String::from_utf8(bytes).map_err(|e| Error::Json {
         path: path.to_path_buf(),
         field: None,
@@ -27,7 +27,7 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
 }
 
 /// Deserializes `text` (the contents of `path`), naming the field on a type error.
-pub(crate) fn parse_json<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
+pub fn parse_json<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let field = e.path().to_string();
@@ -48,7 +48,7 @@ pub(crate) fn parse_json<T: DeserializeOwned>(path: &Path, text: &str) -> Result
 /// A JSON value that is one token id or a list of them (`eos_token_id` in HF configs).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(untagged)]
-pub(crate) enum OneOrMany {
+pub enum OneOrMany {
     /// A single id.
     One(u32),
     /// Several ids.
@@ -57,7 +57,7 @@ pub(crate) enum OneOrMany {
 
 impl OneOrMany {
     /// The ids as a list.
-    pub(crate) fn into_vec(self) -> Vec<u32> {
+    pub fn into_vec(self) -> Vec<u32> {
         match self {
             OneOrMany::One(id) => vec![id],
             OneOrMany::Many(ids) => ids,
@@ -140,12 +140,24 @@ impl ConfigJson {
         }
     }
 
-    /// An [`Error::InvalidConfig`] about this file.
-    pub fn invalid(&self, message: impl Into<String>) -> Error {
-        Error::InvalidConfig {
+    /// `eos_token_id` (one id or a list) as a list; empty when absent or `null`.
+    ///
+    /// # Errors
+    /// [`Error::Json`] naming the field when it has another type.
+    pub fn eos_token_ids(&self) -> Result<Vec<u32>> {
+        Ok(self
+            .get::<OneOrMany>("eos_token_id")?
+            .map(OneOrMany::into_vec)
+            .unwrap_or_default())
+    }
+
+    /// An [`Error::InvalidConfig`] about this file, as this crate's error or any error that
+    /// wraps it (`sieve_backends::Error`, for a model family that reads this file).
+    pub fn invalid<E: From<Error>>(&self, message: impl Into<String>) -> E {
+        E::from(Error::InvalidConfig {
             path: self.path.clone(),
             message: message.into(),
-        }
+        })
     }
 }
 
@@ -168,6 +180,24 @@ mod tests {
             Error::Json { field, .. } => assert_eq!(field.as_deref(), Some("c")),
             e => panic!("{e:?}"),
         }
+    }
+
+    #[test]
+    fn eos_is_one_id_or_a_list() {
+        assert_eq!(
+            parse(r#"{"eos_token_id": 2}"#)
+                .unwrap()
+                .eos_token_ids()
+                .unwrap(),
+            [2]
+        );
+        let list = parse(r#"{"eos_token_id": [2, 7]}"#).unwrap();
+        assert_eq!(list.eos_token_ids().unwrap(), [2, 7]);
+        assert!(parse("{}").unwrap().eos_token_ids().unwrap().is_empty());
+        assert!(parse(r#"{"eos_token_id": "</s>"}"#)
+            .unwrap()
+            .eos_token_ids()
+            .is_err());
     }
 
     #[test]

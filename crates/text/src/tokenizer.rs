@@ -52,7 +52,7 @@ impl Tokenizer {
     /// [`Error::MissingFile`], [`Error::NotRegularFile`], [`Error::Io`], or
     /// [`Error::Tokenizer`] when the tokenizers crate rejects the file.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let bytes = crate::hf::read_regular(path)?;
+        let bytes = crate::files::read_regular(path)?;
         Self::from_bytes(path, &bytes)
     }
 

@@ -3,15 +3,23 @@
 //! made with transformers; and a fixture's template read from its directory, encoded with its
 //! special tokens as single ids.
 
-mod common;
-
 use std::path::PathBuf;
 
 use serde_json::Value;
-use sieve_backends::{ChatTemplate, Message, ModelDir};
+use sieve_text::{
+    ChatTemplate, ConfigJson, GenerationConfig, Message, Tokenizer, CONFIG_FILE,
+    GENERATION_CONFIG_FILE, TOKENIZER_FILE,
+};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/chat_templates")
+}
+
+/// `tests/fixtures/models/<name>` at the workspace root.
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/models")
+        .join(name)
 }
 
 fn read_json(name: &str) -> Value {
@@ -69,8 +77,8 @@ fn our_templates_render_as_transformers_renders_them() {
 
 #[test]
 fn a_fixture_template_is_read_and_its_special_tokens_encode_as_ids() {
-    let dir = ModelDir::open(common::fixture_dir("qwen3-headdim")).unwrap();
-    let template = dir.chat_template().unwrap();
+    let dir = fixture_dir("qwen3-headdim");
+    let template = ChatTemplate::from_dir(&dir).unwrap();
     assert_eq!(template.special_token("bos_token"), Some("<s>"));
     let text = template
         .render(
@@ -85,7 +93,7 @@ fn a_fixture_template_is_read_and_its_special_tokens_encode_as_ids() {
         text,
         "<s><|endoftext|>system\nBe brief.</s>\n<|endoftext|>user\nHello</s>\n<|endoftext|>assistant\n"
     );
-    let tokenizer = dir.tokenizer().unwrap();
+    let tokenizer = Tokenizer::from_file(&dir.join(TOKENIZER_FILE)).unwrap();
     let ids = tokenizer.encode(&text, false).unwrap();
     let bos = tokenizer.token_to_id("<s>").unwrap();
     let eos = tokenizer.token_to_id("</s>").unwrap();
@@ -93,13 +101,15 @@ fn a_fixture_template_is_read_and_its_special_tokens_encode_as_ids() {
     assert_eq!(ids.iter().filter(|&&i| i == bos).count(), 1);
     assert_eq!(ids.iter().filter(|&&i| i == eos).count(), 2);
     // The end-of-turn token is one the generation stops at.
-    assert!(dir.eos_ids().contains(&eos));
+    let config = ConfigJson::from_file(&dir.join(CONFIG_FILE)).unwrap();
+    let generation = GenerationConfig::from_file(&dir.join(GENERATION_CONFIG_FILE)).unwrap();
+    let eos_ids = generation.eos_ids_or(&config.eos_token_ids().unwrap());
+    assert!(eos_ids.contains(&eos), "{eos_ids:?}");
 }
 
 #[test]
 fn a_directory_without_a_template_says_so() {
-    let dir = ModelDir::open(common::fixture_dir("qwen2-bias")).unwrap();
-    let e = dir.chat_template().unwrap_err();
+    let e = ChatTemplate::from_dir(&fixture_dir("qwen2-bias")).unwrap_err();
     assert!(e.to_string().contains("no chat template"), "{e}");
 }
 

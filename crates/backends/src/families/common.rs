@@ -2,12 +2,12 @@
 //! that a family file states only its defaults and what differs: sizes and heads, `head_dim`,
 //! `hidden_act`, `rms_norm_eps`, RoPE, `tie_word_embeddings`, and the `sliding_window` field.
 
-use crate::hf::ConfigJson;
 use crate::model::{
     Activation, AttentionConfig, DecoderLayerConfig, EmbeddingConfig, MlpConfig, NormConfig,
     RopeConfig, TransformerConfig,
 };
 use crate::Result;
+use sieve_text::ConfigJson;
 
 use super::rope_scaling::{read_local_rope, read_rope};
 
@@ -85,10 +85,11 @@ impl LlamaLike {
     /// Reads the shared fields of `c`, with `d` for absent ones.
     ///
     /// # Errors
-    /// [`crate::Error::Json`] naming a field of the wrong type; [`crate::Error::InvalidConfig`]
-    /// for values no model can have (zero sizes, heads that do not divide, an odd head width)
-    /// and options this crate does not implement (`hidden_act` other than `silu`,
-    /// `partial_rotary_factor` other than 1, an unsupported RoPE type).
+    /// [`sieve_text::Error::Json`] naming a field of the wrong type;
+    /// [`sieve_text::Error::InvalidConfig`] for values no model can have (zero sizes, heads
+    /// that do not divide, an odd head width) and options this crate does not implement
+    /// (`hidden_act` other than `silu`, `partial_rotary_factor` other than 1, an unsupported
+    /// RoPE type).
     pub(crate) fn read(c: &ConfigJson, d: &Defaults) -> Result<Self> {
         let vocab_size = positive(c, "vocab_size", d.vocab_size)?;
         let hidden_size = positive(c, "hidden_size", d.hidden_size)?;
@@ -224,7 +225,7 @@ impl LlamaLike {
 /// `sliding_window`: `default` when absent, `None` when `null`.
 ///
 /// # Errors
-/// [`crate::Error::Json`] for another type, [`crate::Error::InvalidConfig`] for 0.
+/// [`sieve_text::Error::Json`] for another type, [`sieve_text::Error::InvalidConfig`] for 0.
 pub(crate) fn sliding_window(c: &ConfigJson, default: Option<usize>) -> Result<Option<usize>> {
     let window = c
         .get_nullable::<usize>("sliding_window")?
@@ -239,7 +240,7 @@ pub(crate) fn sliding_window(c: &ConfigJson, default: Option<usize>) -> Result<O
 /// `None` when the field is absent.
 ///
 /// # Errors
-/// [`crate::Error::InvalidConfig`] for a list of the wrong length or another layer type.
+/// [`sieve_text::Error::InvalidConfig`] for a list of the wrong length or another layer type.
 pub(crate) fn sliding_layers(c: &ConfigJson, num_layers: usize) -> Result<Option<Vec<bool>>> {
     let Some(types) = c.get::<Vec<String>>("layer_types")? else {
         return Ok(None);

@@ -16,9 +16,9 @@
 
 use super::common::{sliding_layers, sliding_window, Biases, Defaults, LlamaLike};
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `Gemma2Config`'s defaults (Gemma 2 2B's sizes).
 const DEFAULTS: Defaults = Defaults {

@@ -15,9 +15,9 @@ use super::common::{sliding_layers, Defaults, LlamaLike};
 use super::gemma2::{gemma_transformer, Softcaps};
 use super::rope_scaling::read_local_rope;
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::{NormConfig, RopeConfig, RopeScaling, TransformerConfig};
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `Gemma3TextConfig`'s defaults (Gemma 3 4B's text sizes).
 const DEFAULTS: Defaults = Defaults {

@@ -6,9 +6,9 @@
 
 use super::common::{Biases, Defaults, LlamaLike};
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `LlamaConfig`'s defaults (Llama 2 7B's sizes).
 pub(crate) const DEFAULTS: Defaults = Defaults {

@@ -7,9 +7,9 @@
 
 use super::common::{sliding_window, Biases, Defaults, LlamaLike};
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `MistralConfig`'s defaults (Mistral 7B's sizes).
 const DEFAULTS: Defaults = Defaults {

@@ -29,9 +29,9 @@ pub use mistral::Mistral;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 
-use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
 use crate::{Error, Result};
+use sieve_text::ConfigJson;
 
 /// A model family: how its `config.json` becomes a [`TransformerConfig`].
 pub trait Family: fmt::Debug + Sync {
@@ -45,8 +45,9 @@ pub trait Family: fmt::Debug + Sync {
     /// into the transformer's configuration.
     ///
     /// # Errors
-    /// [`Error::Json`] naming a field of the wrong type, [`Error::InvalidConfig`] naming a
-    /// field whose value no model can have or that asks for something not implemented.
+    /// [`sieve_text::Error::Json`] naming a field of the wrong type,
+    /// [`sieve_text::Error::InvalidConfig`] naming a field whose value no model can have or
+    /// that asks for something not implemented (both inside [`Error::Text`]).
     fn transformer_config(&self, config: &ConfigJson) -> Result<TransformerConfig>;
 }
 
@@ -57,7 +58,7 @@ pub static FAMILIES: &[&dyn Family] = &[&Llama, &Mistral, &Qwen2, &Qwen3, &Gemma
 /// its `model_type`.
 ///
 /// # Errors
-/// [`Error::Json`] when `architectures` or `model_type` has the wrong type,
+/// [`sieve_text::Error::Json`] when `architectures` or `model_type` has the wrong type,
 /// [`Error::UnknownArchitecture`] (listing [`FAMILIES`]) when no family matches.
 pub fn family_of(config: &ConfigJson) -> Result<&'static dyn Family> {
     let unknown = |found: String| Error::UnknownArchitecture {
@@ -129,7 +130,9 @@ mod tests {
     fn a_field_of_the_wrong_type_is_named() {
         let e = parse(r#"{"model_type":"llama","num_hidden_layers":"two"}"#).unwrap_err();
         match e {
-            Error::Json { field, .. } => assert_eq!(field.as_deref(), Some("num_hidden_layers")),
+            Error::Text(sieve_text::Error::Json { field, .. }) => {
+                assert_eq!(field.as_deref(), Some("num_hidden_layers"))
+            }
             other => panic!("unexpected {other:?}"),
         }
         let e = parse(r#"{"model_type":"llama","rms_norm_eps":[1]}"#).unwrap_err();
@@ -174,7 +177,10 @@ mod tests {
             ),
         ] {
             let e = parse(text).unwrap_err();
-            assert!(matches!(e, Error::InvalidConfig { .. }), "{text}: {e:?}");
+            assert!(
+                matches!(e, Error::Text(sieve_text::Error::InvalidConfig { .. })),
+                "{text}: {e:?}"
+            );
             assert!(e.to_string().contains(needle), "{text}: {e}");
         }
     }

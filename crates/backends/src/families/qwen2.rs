@@ -9,9 +9,9 @@
 
 use super::common::{sliding_layers, sliding_window, Biases, Defaults, LlamaLike};
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::TransformerConfig;
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `Qwen2Config`'s defaults.
 const DEFAULTS: Defaults = Defaults {

@@ -9,9 +9,9 @@
 
 use super::common::{Biases, Defaults, LlamaLike};
 use super::Family;
-use crate::hf::ConfigJson;
 use crate::model::{NormConfig, TransformerConfig};
 use crate::Result;
+use sieve_text::ConfigJson;
 
 /// `Qwen3Config`'s defaults.
 const DEFAULTS: Defaults = Defaults {

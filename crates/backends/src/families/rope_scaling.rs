@@ -10,15 +10,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::hf::ConfigJson;
 use crate::model::RopeScaling;
 use crate::{Error, Result};
+use sieve_text::ConfigJson;
 
 /// Reads `(rope_theta, scaling)` of `config` (see [`parse_rope`]), with `default_theta` when
 /// the file gives no base.
 ///
 /// # Errors
-/// As [`parse_rope`], and [`Error::Json`] for a `rope_theta` that is not a number.
+/// As [`parse_rope`], and [`sieve_text::Error::Json`] for a `rope_theta` that is not a number.
 pub(crate) fn read_rope(config: &ConfigJson, default_theta: f64) -> Result<(f64, RopeScaling)> {
     parse_rope(
         config.path(),
@@ -52,9 +52,9 @@ const SUPPORTED: &str = "default, linear, llama3";
 /// Reads `(rope_theta, scaling)`; `rope_parameters` wins over the 4.x fields when present.
 ///
 /// # Errors
-/// [`Error::Json`] for fields of the wrong type, [`Error::InvalidConfig`] for a scaling type
-/// this crate does not implement (naming the field and the supported ones) or values no
-/// model can have.
+/// [`sieve_text::Error::Json`] for fields of the wrong type,
+/// [`sieve_text::Error::InvalidConfig`] for a scaling type this crate does not implement
+/// (naming the field and the supported ones) or values no model can have.
 pub(crate) fn parse_rope(
     path: &Path,
     rope_theta: Option<f64>,
@@ -95,18 +95,18 @@ pub(crate) fn parse_rope(
 }
 
 fn type_error(path: &Path, field: &str, expected: &str) -> Error {
-    Error::Json {
+    Error::Text(sieve_text::Error::Json {
         path: path.to_path_buf(),
         field: Some(field.to_string()),
         message: format!("expected {expected}"),
-    }
+    })
 }
 
 fn invalid(path: &Path, message: String) -> Error {
-    Error::InvalidConfig {
+    Error::Text(sieve_text::Error::InvalidConfig {
         path: path.to_path_buf(),
         message,
-    }
+    })
 }
 
 fn number(path: &Path, field: &str, v: &Value) -> Result<f64> {

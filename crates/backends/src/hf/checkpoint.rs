@@ -22,8 +22,9 @@ use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
 use crate::dtype::{convert, WeightDtype};
 
-use super::files::{open_regular, stays_inside};
-use super::json::read_json;
+use sieve_text::files::{open_regular, stays_inside};
+use sieve_text::json::read_json;
+
 use crate::{Error, Result};
 
 /// Name of the single-file checkpoint.
@@ -105,9 +106,11 @@ impl SafetensorsFile {
         // maps weights, this assumes no other process truncates or rewrites the file while
         // it is loaded (which would be a bus error or changed weights, not memory
         // unsafety in this process's own data). Only regular files get here.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| {
+            Error::Text(sieve_text::Error::Io {
+                path: path.clone(),
+                source,
+            })
         })?;
         let (tensors, data_len) = parse_header(&path, &map)?;
         Ok(SafetensorsFile {
@@ -249,11 +252,12 @@ impl Checkpoint {
     /// Maps the files and checks their headers; reads no tensor data.
     ///
     /// # Errors
-    /// [`Error::MissingFile`] (naming `model.safetensors` when neither file exists, or a shard
-    /// the index names), [`Error::NotRegularFile`], [`Error::OutsideModelDir`] for an index
-    /// entry that leaves the directory, [`Error::Json`] for a malformed index,
-    /// [`Error::Safetensors`] for a truncated or corrupt header, [`Error::BadTensor`] for a
-    /// tensor whose entry does not fit its file, [`Error::Io`].
+    /// [`sieve_text::Error::MissingFile`] (naming `model.safetensors` when neither file
+    /// exists, or a shard the index names), [`sieve_text::Error::NotRegularFile`],
+    /// [`Error::OutsideModelDir`] for an index entry that leaves the directory,
+    /// [`sieve_text::Error::Json`] for a malformed index, [`Error::Safetensors`] for a
+    /// truncated or corrupt header, [`Error::BadTensor`] for a tensor whose entry does not fit
+    /// its file, [`sieve_text::Error::Io`] (the text side's errors inside [`Error::Text`]).
     pub fn open(dir: &Path) -> Result<Self> {
         let single = dir.join(SINGLE_FILE);
         let index = dir.join(INDEX_FILE);

@@ -22,7 +22,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{Checkpoint, ConfigJson};
+use sieve_text::ConfigJson;
+
+use super::Checkpoint;
 use crate::Result;
 
 /// The size fields checked, with the limit each has when the directory has no weights.
@@ -43,7 +45,7 @@ const EMBEDDING: &str = "model.embed_tokens.weight";
 /// there is none.
 ///
 /// # Errors
-/// [`crate::Error::InvalidConfig`] naming `config.json`, the field and what it exceeds.
+/// [`sieve_text::Error::InvalidConfig`] naming `config.json`, the field and what it exceeds.
 pub(crate) fn check_sizes(config: &ConfigJson, checkpoint: Option<&Checkpoint>) -> Result<()> {
     // A field of the wrong type is left to the family, whose error names it.
     let field = |name: &str| config.get::<u64>(name).ok().flatten();

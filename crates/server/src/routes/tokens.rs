@@ -1,6 +1,6 @@
 //! A token's text as log-probability entries show it.
 
-use sieve_backends::Tokenizer;
+use sieve_text::Tokenizer;
 
 /// The bytes token `id` adds to running text, and those bytes as text (an incomplete UTF-8
 /// character shows as U+FFFD).

@@ -1,9 +1,17 @@
-//! A server on a tiny fixture model for the integration tests: its state, in-process requests
-//! (`oneshot`), and a real server on a loopback socket with its own runtime thread.
+//! A server on a tiny fixture model's text side for the integration tests: its state,
+//! in-process requests (`oneshot`), and a real server on a loopback socket with its own runtime
+//! thread.
+//!
+//! The tokenizer, chat template, generation config and sizes are the fixture's own (read by
+//! `sieve-text`); the weights are not loaded: a real scheduler runs [`HashModel`], a model
+//! without weights, so these tests (and `sieve-server`) link no Burn. The server on the real
+//! fixture model is tested by the command line's tests (`crates/cli/tests/serve*.rs`).
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,37 +20,50 @@ use axum::body::Body;
 use axum::http::{Request, Response};
 use axum::Router;
 use http_body_util::BodyExt;
-use sieve_backends::{BackendKind, ModelDir};
 use sieve_engine::serve::SchedulerConfig;
-use sieve_engine::{BoxError, Detokenize, Scheduler};
+use sieve_engine::{BatchModel, BoxError, Detokenize, Feed, LogitsAt, Scheduler, SeqId};
 use sieve_server::{AppState, Defaults, ModelText, Settings};
+use sieve_text::{
+    ChatTemplate, ConfigJson, GenerationConfig, Tokenizer, CONFIG_FILE, GENERATION_CONFIG_FILE,
+    TOKENIZER_FILE,
+};
 use tower::ServiceExt;
 
 /// The fixture model's directory.
-pub fn fixture() -> String {
-    format!(
-        "{}/../../tests/fixtures/models/llama-gqa-tied",
-        env!("CARGO_MANIFEST_DIR")
-    )
+pub fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/models/llama-gqa-tied")
 }
 
-/// A server state on the fixture model (its weights load on the scheduler's thread).
+/// A server state on the fixture model's text side, generating with a [`HashModel`] of its
+/// vocabulary and context (made on the scheduler's thread, as real weights load there).
 pub fn state(settings: Settings) -> AppState {
-    let dir = ModelDir::open(fixture()).expect("the fixture model");
-    let tokenizer = Arc::new(dir.tokenizer().expect("its tokenizer"));
-    let vocab = Arc::new(dir.vocab(&tokenizer));
+    let dir = fixture();
+    let config = ConfigJson::from_file(&dir.join(CONFIG_FILE)).expect("the fixture's config");
+    let generation =
+        GenerationConfig::from_file(&dir.join(GENERATION_CONFIG_FILE)).expect("its defaults");
+    let field = |name: &str| -> usize {
+        config
+            .get(name)
+            .expect("a size")
+            .unwrap_or_else(|| panic!("the fixture's config.json names {name}"))
+    };
+    let (vocab_size, context) = (field("vocab_size"), field("max_position_embeddings"));
+    let eos = generation.eos_ids_or(&config.eos_token_ids().expect("its EOS ids"));
+    let tokenizer = Tokenizer::from_file(&dir.join(TOKENIZER_FILE)).expect("its tokenizer");
+    let tokenizer = Arc::new(tokenizer);
+    let vocab = Arc::new(tokenizer.vocab(vocab_size, eos.clone()));
     let text = ModelText {
         name: "tiny".to_string(),
         tokenizer: Arc::clone(&tokenizer),
         vocab: Arc::clone(&vocab),
-        vocab_size: dir.vocab_size(),
-        context: dir.context_len(),
-        eos: dir.eos_ids(),
-        chat_template: dir.chat_template().map_err(|e| e.to_string()),
+        vocab_size,
+        context,
+        eos,
+        chat_template: ChatTemplate::from_dir(&dir).map_err(|e| e.to_string()),
     };
     let defaults = Defaults {
         pipeline: "top_k(40) | dist".to_string(),
-        generation: dir.generation().clone(),
+        generation,
     };
     let detokenizer: Arc<dyn Detokenize + Send + Sync> = tokenizer;
     let config = SchedulerConfig {
@@ -50,10 +71,7 @@ pub fn state(settings: Settings) -> AppState {
         max_queue: 16,
         prefill_chunk: 64,
     };
-    let load = move || {
-        dir.load(BackendKind::Ndarray)
-            .map_err(|e| Box::new(e) as BoxError)
-    };
+    let load = move || Ok::<_, BoxError>(HashModel::new(vocab_size, context));
     let scheduler =
         Scheduler::start(load, detokenizer, Some(vocab), config).expect("start the scheduler");
     AppState::new(
@@ -63,6 +81,130 @@ pub fn state(settings: Settings) -> AppState {
         scheduler,
         settings,
     )
+}
+
+/// A [`BatchModel`] without weights: the logits after a history are a fixed pseudo-random
+/// function of it (a hash of the tokens, mixed with each id). Sequences are token lists, so
+/// fork, truncate and batching are exact by construction. (The engine's tests use the same
+/// idea.)
+#[derive(Debug)]
+pub struct HashModel {
+    vocab: usize,
+    context: usize,
+    seqs: BTreeMap<u32, Vec<u32>>,
+    next: u32,
+}
+
+impl HashModel {
+    /// A model over `vocab` tokens with a `context`-token context.
+    pub fn new(vocab: usize, context: usize) -> Self {
+        HashModel {
+            vocab,
+            context,
+            seqs: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    /// The logits after `history`, in `[-4, 4)`.
+    pub fn logits_after(&self, history: &[u32]) -> Vec<f32> {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for &t in history {
+            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
+        }
+        (0..self.vocab as u64)
+            .map(|id| {
+                let mut x = h ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                x ^= x >> 33;
+                x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+                x ^= x >> 33;
+                let unit = (x >> 40) as f32 / (1u64 << 24) as f32;
+                (2.0 * unit - 1.0) * 4.0
+            })
+            .collect()
+    }
+
+    fn held(&self, seq: SeqId) -> sieve_engine::Result<&Vec<u32>> {
+        self.seqs
+            .get(&seq.0)
+            .ok_or(sieve_engine::Error::UnknownSequence(seq))
+    }
+}
+
+impl BatchModel for HashModel {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    fn context_len(&self) -> usize {
+        self.context
+    }
+
+    fn open(&mut self) -> SeqId {
+        self.next += 1;
+        self.seqs.insert(self.next, Vec::new());
+        SeqId(self.next)
+    }
+
+    fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
+        let tokens = self.held(seq)?.clone();
+        self.next += 1;
+        self.seqs.insert(self.next, tokens);
+        Ok(SeqId(self.next))
+    }
+
+    fn close(&mut self, seq: SeqId) {
+        self.seqs.remove(&seq.0);
+    }
+
+    fn position(&self, seq: SeqId) -> sieve_engine::Result<usize> {
+        self.held(seq).map(Vec::len)
+    }
+
+    fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
+        self.seqs
+            .get_mut(&seq.0)
+            .ok_or(sieve_engine::Error::UnknownSequence(seq))?
+            .truncate(len);
+        Ok(())
+    }
+
+    fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
+        for (i, feed) in feeds.iter().enumerate() {
+            let held = self.position(feed.seq)?;
+            if feed.tokens.is_empty() {
+                return Err(sieve_engine::Error::EmptyPrompt);
+            }
+            if feeds[..i].iter().any(|f| f.seq == feed.seq) {
+                return Err(sieve_engine::Error::DuplicateSequence(feed.seq));
+            }
+            if held + feed.tokens.len() > self.context {
+                return Err(sieve_engine::Error::ContextOverflow {
+                    tokens: held + feed.tokens.len(),
+                    context: self.context,
+                });
+            }
+            if let Some(&bad) = feed.tokens.iter().find(|&&t| t as usize >= self.vocab) {
+                return Err(sieve_engine::Error::Model(
+                    format!("token {bad} is out of range").into(),
+                ));
+            }
+        }
+        let mut out = Vec::with_capacity(feeds.len());
+        for feed in feeds {
+            let mut history = self.seqs[&feed.seq.0].clone();
+            let mut rows = Vec::new();
+            for (i, &t) in feed.tokens.iter().enumerate() {
+                history.push(t);
+                if feed.logits == LogitsAt::All || i + 1 == feed.tokens.len() {
+                    rows.extend(self.logits_after(&history));
+                }
+            }
+            self.seqs.insert(feed.seq.0, history);
+            out.push(rows);
+        }
+        Ok(out)
+    }
 }
 
 /// Sends one request through `router` in process; the status, the response (body read) and
