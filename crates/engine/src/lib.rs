@@ -35,9 +35,10 @@
 //! - [`serve`]: [`Scheduler`], continuous batching of many requests on one model (the server's
 //!   engine).
 //!
-//! The model side (a Burn transformer, the Hugging Face loader, the tokenizer) lives in
-//! `sieve-backends`, which implements these traits; this crate depends on `sieve-core` alone,
-//! so its tests drive the loop with canned logits and a byte table.
+//! The model side (a Burn transformer, the Hugging Face loader) lives in `sieve-backends` and
+//! the text side (the tokenizer, chat templates) in `sieve-text`, which implement these traits;
+//! this crate depends on `sieve-core` alone, so its tests drive the loop with canned logits
+//! and a byte table.
 #![warn(missing_docs)]
 
 pub mod batch;
