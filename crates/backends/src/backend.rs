@@ -142,6 +142,7 @@ fn cuda_check() -> std::result::Result<(), String> {
     if !driver {
         return Err("the CUDA driver library (libcuda.so) was not found".to_string());
     }
+    // SAFETY: as for the driver: the NVRTC library burn-cuda loads anyway, nothing called.
     let nvrtc = unsafe { cudarc::nvrtc::sys::is_culib_present() };
     if !nvrtc {
         return Err(

@@ -171,7 +171,7 @@ impl Team {
     /// The caller holds `busy`.
     fn run(&'static self, tasks: usize, helpers: usize, body: &(dyn Fn(usize) + Sync)) {
         self.start(helpers);
-        // SAFETY (lifetime): the helpers call `body` only for task indices below `tasks`, and
+        // SAFETY: (lifetime) the helpers call `body` only for task indices below `tasks`, and
         // this function returns only once `done == tasks`, i.e. after the last such call has
         // returned; a helper that joins late finds `next ≥ tasks` and never calls it.
         let body: Body = unsafe { std::mem::transmute::<_, Body>(body) };
@@ -214,13 +214,17 @@ impl Team {
     /// # Safety
     /// The job is published and stays so for the call (the caller, or an active helper).
     unsafe fn take_tasks(&self) {
-        let job = &*self.job.get();
+        // SAFETY: our caller guarantees the job is published and not rewritten during the call,
+        // so no `&mut` to it exists while we read it.
+        let job = unsafe { &*self.job.get() };
         loop {
             let i = self.next.fetch_add(1, AcqRel);
             if i >= job.tasks {
                 return;
             }
-            let body = &*job.body;
+            // SAFETY: `body` was erased from a reference that `run` keeps alive until every task
+            // index below `job.tasks` (this `i` included) has returned.
+            let body = unsafe { &*job.body };
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(i))).is_err() {
                 self.panicked.store(true, Release);
             }

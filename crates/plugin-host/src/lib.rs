@@ -120,9 +120,9 @@ impl Plugin {
                     symbol: "sieve_plugin_abi_version",
                 })
             })?;
-        // SAFETY: the symbol has the entry signature (the ABI contract); it is resolved only
-        // once `open` has checked the version.
+        // The entry symbol is resolved only once `open` has checked the version.
         let entry = || {
+            // SAFETY: the symbol has the entry signature (the ABI contract).
             unsafe { library.get::<EntryFn>(ENTRY_SYMBOL) }
                 .map(|s| *s)
                 .map_err(|_| LoadFailure::MissingSymbol {

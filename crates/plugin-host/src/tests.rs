@@ -449,15 +449,27 @@ fn a_taken_name_refuses_the_whole_plugin() {
     );
 }
 
+/// A test `sieve_plugin_abi_version` of an unknown version.
+///
+/// # Safety
+/// None: it reads nothing (`unsafe` only to match `sieve_plugin::abi::AbiVersionFn`).
 unsafe extern "C" fn version_99() -> u32 {
     99
 }
 
+/// A test entry point that must never run.
+///
+/// # Safety
+/// None: it ignores its argument and aborts (`unsafe` only to match `sieve_plugin::abi::EntryFn`).
 unsafe extern "C" fn entry_never_called(_: *const ErrorSink) -> *const AbiPlugin {
     // The host must refuse the version before calling the entry.
     std::process::abort()
 }
 
+/// A test entry point that returns no plugin.
+///
+/// # Safety
+/// None: it ignores its argument (`unsafe` only to match `sieve_plugin::abi::EntryFn`).
 unsafe extern "C" fn entry_null(_: *const ErrorSink) -> *const AbiPlugin {
     core::ptr::null()
 }

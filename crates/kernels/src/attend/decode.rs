@@ -75,11 +75,15 @@ pub(super) unsafe fn score_run(
                 ldw: ld * dtype.size(),
                 dtype,
                 bias: std::ptr::null(),
-                out: out.add(r0 * ldo),
+                // SAFETY: `r0 < m`, and `out` is writable for `m` rows at stride `ldo`.
+                out: unsafe { out.add(r0 * ldo) },
                 ldo,
                 ahead_cols: PREFETCH_POSITIONS,
             };
-            simd::gemm_cols(isa, &g, c0, c1, &mut scratch);
+            // SAFETY: `isa` is available; `q` holds rows `r0..r0 + g.m` of `d` floats; `keys`
+            // is readable for positions `c0..c1 <= count` at `ldw` bytes each; `out` rows
+            // `r0..r0 + g.m`, columns `c0..c1` are writable and ours alone (our contract).
+            unsafe { simd::gemm_cols(isa, &g, c0, c1, &mut scratch) };
         }
     }
 }
@@ -127,7 +131,10 @@ pub(super) unsafe fn sums_in(
             let tail = rows.iter().map(|r| AttnRow {
                 lo: r.lo.max(split) - split,
                 hi: r.hi - split,
-                scores: r.scores.add(from - base),
+                // SAFETY: every row's `scores` covers `base..hi` (our `attn_sums` contract) and
+                // its `hi` is past `split` (its own position is in the own run), so
+                // `from - base < hi - base` stays inside it.
+                scores: unsafe { r.scores.add(from - base) },
                 ..*r
             });
             (tail.collect(), from - split, &runs.own)
@@ -143,7 +150,9 @@ pub(super) unsafe fn sums_in(
         d: values.head_dim,
         ahead,
     };
-    simd::attn_sums(isa, &part, base, &v);
+    // SAFETY: `isa` is available and the rows, clipped to `run`'s positions and renumbered
+    // from its start, hold `attn_sums`' contract for its values (our contract).
+    unsafe { simd::attn_sums(isa, &part, base, &v) };
 }
 
 /// One task of the decode path: the new rows `units` (`(sequence, row)` pairs, each
@@ -176,7 +185,9 @@ pub(super) unsafe fn decode_task(
         let seq = &seqs[j];
         q.extend_from_slice(&seq.queries[i * row + kvh * group * d..][..group * d]);
         for r in 0..group {
-            let out = outs[j].get().add(i * row + (kvh * group + r) * d);
+            // SAFETY: `outs[j]` is sequence `j`'s output of `new rows · heads · d` floats
+            // (it passed `check`), and row `i`, head `kvh · group + r` lies inside it.
+            let out = unsafe { outs[j].get().add(i * row + (kvh * group + r) * d) };
             rows.push((j, seq.past + i, out));
         }
     }
@@ -191,17 +202,21 @@ pub(super) unsafe fn decode_task(
     let mut scores = vec![0f32; m * ldo];
     let sp = scores.as_mut_ptr();
     if base < split {
-        score_run(
-            isa,
-            &q,
-            d,
-            runs.shared.keys_from(base, kvh),
-            runs.shared.dtype,
-            runs.shared.position_stride,
-            split - base,
-            sp,
-            ldo,
-        );
+        // SAFETY: `isa` is available; the shared run holds positions `base..split` of kv head
+        // `kvh`; `scores` has `m` rows of `ldo >= split - base` floats, ours alone.
+        unsafe {
+            score_run(
+                isa,
+                &q,
+                d,
+                runs.shared.keys_from(base, kvh),
+                runs.shared.dtype,
+                runs.shared.position_stride,
+                split - base,
+                sp,
+                ldo,
+            )
+        };
     }
     // Each sequence's rows (consecutive) against its own run.
     let per_sequence: Vec<(usize, std::ops::Range<usize>)> = rows
@@ -222,30 +237,41 @@ pub(super) unsafe fn decode_task(
             .unwrap_or(0);
         let from = from.max(split);
         let to = mine.iter().map(|r| r.1 + 1).max().unwrap_or(from);
-        score_run(
-            isa,
-            &q[r0 * d..r1 * d],
-            d,
-            seqs[j].own.keys_from(from - split, kvh),
-            seqs[j].own.dtype,
-            seqs[j].own.position_stride,
-            to - from,
-            sp.add(r0 * ldo + from - base),
-            ldo,
-        );
+        // SAFETY: `isa` is available; sequence `j`'s own run holds positions
+        // `from - split..to - split`; rows `r0..r1` of `scores` from column `from - base` have
+        // `to - from <= ldo - (from - base)` floats (every row's position is below `base + ldo`).
+        unsafe {
+            score_run(
+                isa,
+                &q[r0 * d..r1 * d],
+                d,
+                seqs[j].own.keys_from(from - split, kvh),
+                seqs[j].own.dtype,
+                seqs[j].own.position_stride,
+                to - from,
+                sp.add(r0 * ldo + from - base),
+                ldo,
+            )
+        };
     }
     let mut z = Vec::with_capacity(m);
     let mut descs = Vec::with_capacity(m);
     for (r, &(_, p, out)) in rows.iter().enumerate() {
         let seen = visible(cfg, p);
-        let s = std::slice::from_raw_parts_mut(sp.add(r * ldo + seen.start - base), seen.len());
+        // SAFETY: `seen` lies within `base..base + ldo`, so the slice is inside row `r` of
+        // `scores` (a live `Vec`); no other reference to it exists meanwhile.
+        let s = unsafe {
+            std::slice::from_raw_parts_mut(sp.add(r * ldo + seen.start - base), seen.len())
+        };
         z.push(softmax_numerators(isa, cfg, s));
-        std::slice::from_raw_parts_mut(out, d).fill(0.0);
+        // SAFETY: `out` is this (row, kv head)'s `d` outputs, ours alone (our contract).
+        unsafe { std::slice::from_raw_parts_mut(out, d) }.fill(0.0);
         descs.push(AttnRow {
             q: std::ptr::null(),
             lo: seen.start,
             hi: seen.end,
-            scores: sp.add(r * ldo),
+            // SAFETY: `r < m`: row `r` of the `m · ldo` scores.
+            scores: unsafe { sp.add(r * ldo) },
             out,
         });
     }
@@ -255,15 +281,19 @@ pub(super) unsafe fn decode_task(
     if base < split {
         let mut by_position: Vec<AttnRow> = descs.clone();
         by_position.sort_by_key(|r| (r.lo, r.hi));
-        sums_in(isa, Run::Shared, &by_position, base, &runs, kvh, ahead);
+        // SAFETY: `isa` is available; every row's scores cover its visible positions from
+        // `base`, its `out` is its own `d` floats, and the rows are sorted by position.
+        unsafe { sums_in(isa, Run::Shared, &by_position, base, &runs, kvh, ahead) };
     }
     for (j, range) in per_sequence {
         let runs = Runs::of(&seqs[j]);
         let mine = &descs[range];
-        sums_in(isa, Run::Own, mine, base, &runs, kvh, ahead);
+        // SAFETY: as for the shared run; one sequence's rows are consecutive and sorted.
+        unsafe { sums_in(isa, Run::Own, mine, base, &runs, kvh, ahead) };
     }
     for (&(_, _, out), z) in rows.iter().zip(z) {
-        for v in std::slice::from_raw_parts_mut(out, d) {
+        // SAFETY: `out` is this (row, kv head)'s `d` outputs, ours alone (our contract).
+        for v in unsafe { std::slice::from_raw_parts_mut(out, d) } {
             *v /= z;
         }
     }
