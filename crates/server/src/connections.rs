@@ -28,10 +28,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::Router;
-use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -40,6 +39,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
+
+use crate::body_end::{BodyEnd, Guarded};
 
 /// How long the loop waits after an accept fails for want of resources (file descriptors)
 /// before it tries again.
@@ -176,7 +177,9 @@ async fn connection(
         let router = router.clone();
         async move {
             let response = router.oneshot(request.map(Body::new)).await?;
-            Ok::<_, std::convert::Infallible>(response.map(|body| Tracked { body, _busy: busy }))
+            Ok::<_, std::convert::Infallible>(
+                response.map(|body| Body::new(Guarded::new(body, busy))),
+            )
         }
     });
     let mut builder = http1::Builder::new();
@@ -253,36 +256,13 @@ impl Busy {
     }
 }
 
+/// The request stays in flight until its response body is written or dropped.
+impl BodyEnd for Busy {}
+
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.touch();
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A response body that keeps its request in flight until it is written or dropped.
-struct Tracked {
-    body: Body,
-    _busy: Busy,
-}
-
-impl HttpBody for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod body;
+mod body_end;
 pub mod connections;
 mod error;
 pub mod generation;

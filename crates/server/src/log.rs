@@ -14,19 +14,18 @@
 //! level `error`, the rest at `info`; the subscriber (text or JSON, `RUST_LOG`) is the
 //! binary's to install.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+
 use std::time::Instant;
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use http_body::{Frame, SizeHint};
 
+use crate::body_end::{BodyEnd, Guarded};
 use crate::error::ErrorMessage;
 use crate::ids::random_hex;
 
@@ -96,11 +95,13 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
         started,
     };
     response.map(|body| {
-        Body::new(Logged {
+        Body::new(Guarded::new(
             body,
-            line: Some(line),
-            ended: false,
-        })
+            Pending {
+                line: Some(line),
+                ended: false,
+            },
+        ))
     })
 }
 
@@ -143,42 +144,22 @@ impl Line {
     }
 }
 
-/// A response body that writes its request's line when it ends or is dropped.
-struct Logged {
-    body: Body,
+/// A request's line, written when its response body has been read to the end or dropped.
+struct Pending {
     line: Option<Line>,
     ended: bool,
 }
 
-impl HttpBody for Logged {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.body).poll_frame(cx);
-        if let Poll::Ready(None) = polled {
-            this.ended = true;
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+impl BodyEnd for Pending {
+    fn ended(&mut self) {
+        self.ended = true;
     }
 }
 
-impl Drop for Logged {
+impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(line) = self.line.take() {
-            line.write(self.ended || self.body.is_end_stream());
+            line.write(self.ended);
         }
     }
 }
