@@ -37,6 +37,7 @@ mod ids;
 pub mod log;
 pub mod metrics;
 pub mod openai;
+pub mod origins;
 pub mod routes;
 mod run;
 pub mod sampling;

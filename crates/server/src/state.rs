@@ -12,7 +12,7 @@ use sieve_text::{ChatTemplate, Tokenizer};
 use crate::connections::ConnectionLimits;
 use crate::metrics::{Gauges, Metrics};
 use crate::openai::common::unix_now;
-use crate::routes::guard::AllowedOrigins;
+use crate::origins::AllowedOrigins;
 use crate::sampling::Defaults;
 use crate::tools::ToolParser;
 use crate::work::{WorkLimits, WorkPool};

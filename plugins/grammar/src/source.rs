@@ -5,11 +5,13 @@ use std::path::Path;
 
 use llguidance::api::TopLevelGrammar;
 
-use crate::depth::MAX_GRAMMAR_BYTES;
 use sieve_plugin::Error;
 
 /// The parameters that name a grammar, in the order the stage declares them.
 pub const SOURCES: [&str; 4] = ["json_schema", "regex", "lark", "file"];
+
+/// The longest grammar text accepted, in bytes (a schema, a regex, a Lark grammar or a file).
+pub const MAX_GRAMMAR_BYTES: usize = 1 << 20;
 
 /// The file extensions `file=` accepts, with what each holds.
 pub const EXTENSIONS: &str = ".json (a JSON schema) or .lark (a Lark grammar)";
@@ -69,7 +71,7 @@ impl Source {
             }
         };
         if param != "file" {
-            crate::depth::check_length(param, text)?;
+            check_length(param, text)?;
         }
         let source = match param {
             "json_schema" => Source::json(param, text)?,
@@ -143,4 +145,22 @@ fn read_bounded(path: &str) -> Result<String, Error> {
         ));
     }
     String::from_utf8(bytes).map_err(|e| invalid("file", format!("`{path}` is not UTF-8: {e}")))
+}
+
+/// Refuses a grammar text longer than [`MAX_GRAMMAR_BYTES`] before it is parsed; `param`
+/// names the argument in the error.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] on `param`, giving the length and the limit.
+pub fn check_length(param: &str, text: &str) -> Result<(), Error> {
+    if text.len() > MAX_GRAMMAR_BYTES {
+        return Err(invalid(
+            param,
+            format!(
+                "the grammar is {} bytes long; at most {MAX_GRAMMAR_BYTES} are accepted",
+                text.len()
+            ),
+        ));
+    }
+    Ok(())
 }

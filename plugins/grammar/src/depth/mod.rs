@@ -8,7 +8,8 @@
 //! a 2 MiB stack, a tokio worker's, overflowed at ~600 chained `$ref`s, ~250 `anyOf` levels and
 //! ~670 chained Lark rules). So:
 //!
-//! - the grammar's text is at most [`MAX_GRAMMAR_BYTES`];
+//! - the grammar's text is at most [`MAX_GRAMMAR_BYTES`] (checked as it is read, in
+//!   [`crate::source`]);
 //! - a JSON schema's depth ([`schema_depth`]: objects and arrays on the heaviest path, `$ref`s
 //!   followed) is at most [`MAX_SCHEMA_DEPTH`];
 //! - a Lark grammar's depth ([`lark_depth`]: definitions on the heaviest path, plus the
@@ -31,10 +32,9 @@ pub use schema::schema_depth;
 
 use sieve_plugin::Error;
 
+#[doc(no_inline)]
+pub use crate::source::MAX_GRAMMAR_BYTES;
 use crate::source::{invalid, Source};
-
-/// The longest grammar text accepted, in bytes (a schema, a regex, a Lark grammar or a file).
-pub const MAX_GRAMMAR_BYTES: usize = 1 << 20;
 
 /// The deepest JSON schema accepted, as [`schema_depth`] measures it. Real schemas are a few
 /// dozen deep; this leaves room for large recursive ones.
@@ -47,24 +47,6 @@ pub const MAX_LARK_DEPTH: usize = 2048;
 /// The stack of the thread that compiles a grammar. Only the pages a compilation touches are
 /// ever used; the rest is address space.
 pub const COMPILE_STACK_BYTES: usize = 256 << 20;
-
-/// Refuses a grammar text longer than [`MAX_GRAMMAR_BYTES`] before it is parsed; `param`
-/// names the argument in the error.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] on `param`, giving the length and the limit.
-pub fn check_length(param: &str, text: &str) -> Result<(), Error> {
-    if text.len() > MAX_GRAMMAR_BYTES {
-        return Err(invalid(
-            param,
-            format!(
-                "the grammar is {} bytes long; at most {MAX_GRAMMAR_BYTES} are accepted",
-                text.len()
-            ),
-        ));
-    }
-    Ok(())
-}
 
 /// Refuses a grammar deeper than its kind's bound; `param` names the argument in the error.
 ///
