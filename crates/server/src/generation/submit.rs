@@ -4,13 +4,13 @@
 
 use std::time::Instant;
 
-use sieve_engine::serve::{Event, EventSink, Request};
+use sieve_engine::scheduler::{Event, EventSink, Request};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::prepare::Prepared;
 use crate::log::TokenCounts;
 use crate::metrics::Endpoint;
-use crate::openai::common::{response_id, unix_now};
+use crate::openai::common::{response_id, unix_now, Envelope, Usage};
 use crate::state::AppState;
 use crate::Result;
 
@@ -56,6 +56,40 @@ pub struct Meta {
     pub prompt_tokens: usize,
     /// A usage chunk at the end of a stream.
     pub include_usage: bool,
+}
+
+impl Meta {
+    /// The envelope of a whole response of `object` around `choices`: usage, pipeline and
+    /// seed included.
+    pub fn whole<C>(&self, object: &'static str, choices: Vec<C>, usage: Usage) -> Envelope<C> {
+        Envelope {
+            usage: Some(usage),
+            sampler: Some(self.sampler.clone()),
+            seed: Some(self.seed),
+            ..self.chunk(object, choices, None, false)
+        }
+    }
+
+    /// The envelope of a stream chunk of `object`; `first`: the stream's first chunk, which
+    /// names the pipeline and the seed.
+    pub fn chunk<C>(
+        &self,
+        object: &'static str,
+        choices: Vec<C>,
+        usage: Option<Usage>,
+        first: bool,
+    ) -> Envelope<C> {
+        Envelope {
+            id: self.id.clone(),
+            object,
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage,
+            sampler: first.then(|| self.sampler.clone()),
+            seed: first.then_some(self.seed),
+        }
+    }
 }
 
 /// A request handed to the scheduler: its events and the bookkeeping of its metrics.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::common::Usage;
+use super::common::Envelope;
 
 /// The fields only chat completions have.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -31,26 +31,8 @@ pub struct ChatFields {
     pub add_generation_prompt: Option<bool>,
 }
 
-/// A chat completion.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ChatCompletion {
-    /// `chatcmpl-…`.
-    pub id: String,
-    /// `chat.completion`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model served.
-    pub model: String,
-    /// The choices.
-    pub choices: Vec<ChatChoice>,
-    /// Token counts.
-    pub usage: Usage,
-    /// sieve's extension: the canonical pipeline every choice ran.
-    pub sampler: String,
-    /// sieve's extension: the seed (choice `i` ran with `seed + i`).
-    pub seed: u64,
-}
+/// A chat completion (`chat.completion`).
+pub type ChatCompletion = Envelope<ChatChoice>;
 
 /// One choice of a chat completion.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -132,30 +114,8 @@ pub struct TopLogprob {
     pub bytes: Vec<u8>,
 }
 
-/// One chunk of a streamed chat completion.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ChatChunk {
-    /// The completion's id (the same in every chunk).
-    pub id: String,
-    /// `chat.completion.chunk`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model served.
-    pub model: String,
-    /// The choice that moved (none in the usage chunk).
-    pub choices: Vec<ChatChunkChoice>,
-    /// Token counts, in the last chunk when `stream_options.include_usage` is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// sieve's extension: the canonical pipeline, in a stream's first chunk only (a long
-    /// pipeline would otherwise be sent again with every token).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sampler: Option<String>,
-    /// sieve's extension: the seed, in a stream's first chunk only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
+/// One chunk of a streamed chat completion (`chat.completion.chunk`).
+pub type ChatChunk = Envelope<ChatChunkChoice>;
 
 /// One choice's part of a chunk.
 #[derive(Debug, Clone, Serialize, PartialEq)]

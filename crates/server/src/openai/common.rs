@@ -27,6 +27,35 @@ impl Usage {
     }
 }
 
+/// What every response and stream chunk is: OpenAI's envelope around the choices
+/// (`chat.completion`, `chat.completion.chunk`, `text_completion`), with sieve's `sampler`
+/// and `seed`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Envelope<C> {
+    /// `chatcmpl-…` / `cmpl-…` (the same in every chunk of a stream).
+    pub id: String,
+    /// The object's kind.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model served.
+    pub model: String,
+    /// The choices (in a chunk: the one that moved; none in a usage chunk).
+    pub choices: Vec<C>,
+    /// Token counts: always in a whole response; in a stream, only in the last chunk when
+    /// `stream_options.include_usage` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// sieve's extension: the canonical pipeline every choice ran (in a stream, in the first
+    /// chunk only: a long pipeline would otherwise be sent again with every token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<String>,
+    /// sieve's extension: the seed (choice `i` ran with `seed + i`); in a stream, in the
+    /// first chunk only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
 /// OpenAI's `finish_reason`: `stop` (an end-of-sequence token or a stop string) or `length`.
 pub fn finish_reason(reason: FinishReason) -> &'static str {
     match reason {

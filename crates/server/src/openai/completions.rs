@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::Usage;
+use super::common::Envelope;
 
 /// `prompt`: text, or token ids, or a list of either (several prompts: each gets `n`
 /// choices, numbered prompt by prompt).
@@ -39,31 +39,8 @@ pub struct CompletionFields {
     pub best_of: Option<u64>,
 }
 
-/// A completion, or (with `stream`) one chunk of one.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Completion {
-    /// `cmpl-…`.
-    pub id: String,
-    /// `text_completion`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model served.
-    pub model: String,
-    /// The choices (in a chunk: the one that moved).
-    pub choices: Vec<CompletionChoice>,
-    /// Token counts (in a stream: only in the last chunk, when asked for).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// sieve's extension: the canonical pipeline every choice ran (in a stream, in the first
-    /// chunk only: a long pipeline would otherwise be sent again with every token).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sampler: Option<String>,
-    /// sieve's extension: the seed (choice `i` ran with `seed + i`); in a stream, in the
-    /// first chunk only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
+/// A completion, or (with `stream`) one chunk of one (`text_completion`).
+pub type Completion = Envelope<CompletionChoice>;
 
 /// One choice of a completion.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use serde_json::{Map, Value};
-use sieve_engine::serve::TokenLogprobs;
+use sieve_engine::scheduler::TokenLogprobs;
 use sieve_engine::FinishReason;
 
 use super::tokens::token_text;
@@ -98,17 +98,8 @@ pub async fn chat_completions(
             }
         })
         .collect();
-    Ok(Json(ChatCompletion {
-        id: meta.id,
-        object: "chat.completion",
-        created: meta.created,
-        model: meta.model,
-        choices,
-        usage,
-        sampler: meta.sampler,
-        seed: meta.seed,
-    })
-    .into_response())
+    let whole: ChatCompletion = meta.whole("chat.completion", choices, usage);
+    Ok(Json(whole).into_response())
 }
 
 /// The request read, its conversation rendered and encoded and its pipelines built (on the
@@ -397,17 +388,8 @@ impl ChatChunks {
 
     fn chunk(&self, meta: &Meta, choices: Vec<ChatChunkChoice>, usage: Option<Usage>) -> String {
         let first = !self.named.replace(true);
-        serde_json::to_string(&ChatChunk {
-            id: meta.id.clone(),
-            object: "chat.completion.chunk",
-            created: meta.created,
-            model: meta.model.clone(),
-            choices,
-            usage,
-            sampler: first.then(|| meta.sampler.clone()),
-            seed: first.then_some(meta.seed),
-        })
-        .unwrap_or_default()
+        let chunk: ChatChunk = meta.chunk("chat.completion.chunk", choices, usage, first);
+        serde_json::to_string(&chunk).unwrap_or_default()
     }
 }
 

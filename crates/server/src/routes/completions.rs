@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
-use sieve_engine::serve::TokenLogprobs;
+use sieve_engine::scheduler::TokenLogprobs;
 use sieve_engine::FinishReason;
 
 use super::tokens::token_text;
@@ -25,6 +25,9 @@ use crate::openai::completions::{
 use crate::openai::fields::{OutputFields, SamplingFields};
 use crate::state::AppState;
 use crate::{Error, Result};
+
+/// The object a completion and each of its chunks are.
+const OBJECT: &str = "text_completion";
 
 /// `POST /v1/completions`.
 ///
@@ -69,17 +72,8 @@ pub async fn completions(
             finish_reason: Some(finish_reason(c.finish.unwrap_or(FinishReason::Length))),
         })
         .collect();
-    Ok(Json(Completion {
-        id: meta.id,
-        object: "text_completion",
-        created: meta.created,
-        model: meta.model,
-        choices,
-        usage: Some(usage),
-        sampler: Some(meta.sampler),
-        seed: Some(meta.seed),
-    })
-    .into_response())
+    let whole: Completion = meta.whole(OBJECT, choices, usage);
+    Ok(Json(whole).into_response())
 }
 
 /// The request read, its prompts encoded and its pipelines built (on the work pool), and
@@ -150,17 +144,8 @@ impl CompletionChunks {
 
     fn chunk(&self, meta: &Meta, choices: Vec<CompletionChoice>, usage: Option<Usage>) -> String {
         let first = !self.named.replace(true);
-        serde_json::to_string(&Completion {
-            id: meta.id.clone(),
-            object: "text_completion",
-            created: meta.created,
-            model: meta.model.clone(),
-            choices,
-            usage,
-            sampler: first.then(|| meta.sampler.clone()),
-            seed: first.then_some(meta.seed),
-        })
-        .unwrap_or_default()
+        let chunk: Completion = meta.chunk(OBJECT, choices, usage, first);
+        serde_json::to_string(&chunk).unwrap_or_default()
     }
 }
 
