@@ -196,26 +196,48 @@ impl LoadedModel {
         config: TransformerConfig,
         checkpoint: &Checkpoint,
     ) -> Result<Self> {
+        Self::from_checkpoint_with(kind, kind.kernels(), config, checkpoint)
+    }
+
+    /// [`LoadedModel::from_checkpoint`] computed by `kernels` rather than the backend's
+    /// default ([`BackendKind::kernels`]): [`Kernels::Backend`] on `ndarray` or `flex` runs
+    /// the Burn path — the tensor operations `--backend cuda` runs — on the CPU, which is
+    /// how the tests hold that path to the transformers fixtures without a GPU.
+    /// [`Kernels::Host`] on `cuda` is refused: the host kernels read host memory.
+    ///
+    /// # Errors
+    /// As [`LoadedModel::from_checkpoint`]; [`Error::BackendUnavailable`] for
+    /// [`Kernels::Host`] on `cuda`.
+    pub fn from_checkpoint_with(
+        kind: BackendKind,
+        kernels: Kernels,
+        config: TransformerConfig,
+        checkpoint: &Checkpoint,
+    ) -> Result<Self> {
         kind.check_available()?;
+        if kind == BackendKind::Cuda && kernels == Kernels::Host {
+            return Err(Error::BackendUnavailable {
+                backend: kind.name(),
+                reason: "the host kernels compute on the CPU; `cuda` runs the Burn path"
+                    .to_string(),
+            });
+        }
         match kind {
             BackendKind::Ndarray => Ok(LoadedModel::Ndarray(Model::from_checkpoint(
                 config,
                 checkpoint,
                 NdArrayDevice::Cpu,
-                kind.kernels(),
+                kernels,
             )?)),
             BackendKind::Flex => Ok(LoadedModel::Flex(Model::from_checkpoint(
-                config,
-                checkpoint,
-                FlexDevice,
-                kind.kernels(),
+                config, checkpoint, FlexDevice, kernels,
             )?)),
             #[cfg(feature = "cuda")]
             BackendKind::Cuda => Ok(LoadedModel::Cuda(Model::from_checkpoint(
                 config,
                 checkpoint,
                 CudaDevice::new(0),
-                kind.kernels(),
+                kernels,
             )?)),
             #[cfg(not(feature = "cuda"))]
             BackendKind::Cuda => Err(Error::BackendUnavailable {
@@ -223,6 +245,12 @@ impl LoadedModel {
                 reason: cuda_check().err().unwrap_or_default(),
             }),
         }
+    }
+
+    /// Who computes the model: [`Kernels::Host`] (the host path, `forward_host`) or
+    /// [`Kernels::Backend`] (the Burn path, `forward`).
+    pub fn kernels(&self) -> Kernels {
+        dispatch!(self, m => m.kernels())
     }
 
     /// The backend the model runs on.

@@ -2,21 +2,22 @@
 //! returned (`tests/fixtures/beams/<model>.json`, written by `tools/make_beam_fixtures.py`):
 //! the same sequences token for token, best first, and `sequences_scores` within 1e-4, for
 //! every case (beams 2–4, length penalties 1, 0, 2, −0.5, every early-stopping mode, one or N
-//! sequences, repetition penalty and n-gram bans), on every CPU backend.
+//! sequences, repetition penalty and n-gram bans), on every CPU backend and both paths
+//! ([`common::RUNS`]).
 
 mod common;
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use sieve_backends::{BackendKind, LoadedModel, ModelDir};
+use sieve_backends::LoadedModel;
 use sieve_core::{Pipeline, Sampler};
 use sieve_engine::{beam_search, BeamOptions, EarlyStopping, FinishReason};
 use sieve_samplers::greedy::Greedy;
 use sieve_samplers::no_repeat_ngram::NoRepeatNgram;
 use sieve_samplers::penalty::Penalty;
 
-const CPU: [BackendKind; 2] = [BackendKind::Ndarray, BackendKind::Flex];
+use common::{Run, RUNS};
 
 /// The largest difference allowed between a score and transformers'.
 const SCORE_TOLERANCE: f64 = 1e-4;
@@ -86,11 +87,8 @@ fn options(case: &Case) -> BeamOptions<'static> {
     }
 }
 
-fn load(name: &str, kind: BackendKind) -> LoadedModel {
-    ModelDir::open(common::fixture_dir(name))
-        .unwrap()
-        .load(kind)
-        .unwrap()
+fn load(name: &str, run: Run) -> LoadedModel {
+    run.load(name)
 }
 
 #[test]
@@ -100,7 +98,7 @@ fn beam_search_matches_transformers_on_every_fixture() {
     for name in common::FIXTURES {
         let expected = expectations(name);
         assert!(expected.cases.len() >= 30, "{name}: too few cases");
-        for kind in CPU {
+        for kind in RUNS {
             let mut model = load(name, kind);
             for (i, case) in expected.cases.iter().enumerate() {
                 let pipelines = (0..case.num_beams).map(|_| pipeline(case)).collect();

@@ -1,5 +1,7 @@
 //! The model's logits equal those transformers computed for every committed fixture, at every
-//! position, on every CPU backend; decoding with the KV cache equals recomputing.
+//! position, on every CPU backend and both paths ([`common::RUNS`]: the host path every CPU
+//! run uses, and the Burn path `--backend cuda` runs); decoding with the KV cache equals
+//! recomputing.
 
 mod common;
 
@@ -7,20 +9,17 @@ use common::{fixture, greedy_pipeline, max_abs_diff, FIXTURES, TOLERANCE};
 use sieve_backends::{BackendKind, LoadedModel, ModelDir};
 use sieve_engine::{generate, GenerateOptions, LanguageModel};
 
-const CPU: [BackendKind; 2] = [BackendKind::Ndarray, BackendKind::Flex];
+use common::{Run, RUNS};
 
-fn load(name: &str, kind: BackendKind) -> LoadedModel {
-    ModelDir::open(common::fixture_dir(name))
-        .unwrap()
-        .load(kind)
-        .unwrap()
+fn load(name: &str, run: Run) -> LoadedModel {
+    run.load(name)
 }
 
 #[test]
 fn prefill_logits_match_transformers_at_every_position() {
     for name in FIXTURES {
         let f = fixture(name);
-        for kind in CPU {
+        for kind in RUNS {
             let mut model = load(name, kind);
             let got = model.forward_all(&f.expected.tokens).unwrap();
             assert_eq!(got.len(), f.logits.len());
@@ -40,7 +39,7 @@ fn decoding_with_the_cache_matches_transformers_and_a_full_recompute() {
     for name in FIXTURES {
         let f = fixture(name);
         let tokens = &f.expected.tokens;
-        for kind in CPU {
+        for kind in RUNS {
             let mut model = load(name, kind);
             // Prefill a few tokens, then feed one at a time against the cache.
             let split = 5;
@@ -75,7 +74,7 @@ fn truncating_the_cache_and_feeding_again_equals_never_having_fed() {
     for name in FIXTURES {
         let f = fixture(name);
         let tokens = &f.expected.tokens;
-        for kind in CPU {
+        for kind in RUNS {
             let mut model = load(name, kind);
             model.forward_all(&tokens[..30]).unwrap();
             model.truncate(12);
@@ -108,7 +107,7 @@ fn last_position_logits_equal_the_last_row_and_reset_starts_over() {
     for name in FIXTURES {
         let f = fixture(name);
         let tokens = &f.expected.tokens;
-        let mut model = load(name, BackendKind::Flex);
+        let mut model = load(name, RUNS[1]);
         let last = model.forward_last(tokens).unwrap();
         assert!(
             max_abs_diff(&last, f.logits.last().unwrap()) <= TOLERANCE,
@@ -127,8 +126,8 @@ fn greedy_generation_reproduces_transformers_generate() {
         let dir = ModelDir::open(&f.dir).unwrap();
         let tokenizer = dir.tokenizer().unwrap();
         let vocab = dir.vocab(&tokenizer);
-        for kind in CPU {
-            let mut model = dir.load(kind).unwrap();
+        for kind in RUNS {
+            let mut model = kind.load_dir(&dir);
             let g = &f.expected.greedy;
             let options = GenerateOptions {
                 max_tokens: g.max_new_tokens,

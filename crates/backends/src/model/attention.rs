@@ -209,10 +209,8 @@ impl<B: Backend> Attention<B> {
     /// row-major, the result `s.out[..n·hidden]`. The projections, per-head norms, RoPE and the cache append
     /// work on row-major host buffers, and attention runs in `sieve_kernels::attend` — each
     /// query row sees exactly its visible keys in a fixed order, so `n` tokens in one pass
-    /// give the bits of `n` passes of one.
-    ///
-    /// # Panics
-    /// If the layer's projections are device layers.
+    /// give the bits of `n` passes of one. (Burn-path projections answer too, through
+    /// [`Linear::forward_host`]; the model never mixes the paths.)
     pub(crate) fn forward_host(
         &self,
         x: &[f32],

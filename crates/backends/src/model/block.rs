@@ -101,9 +101,6 @@ impl<B: Backend> DecoderLayer<B> {
     /// [`DecoderLayer::forward`] on host rows ([`super::Kernels::Host`]), in place: `x` is
     /// `[n, hidden]` row-major. Norms and residual sums are loops over the rows (each row on
     /// its own), the sublayers run on the host too, so no tensor is made between layers.
-    ///
-    /// # Panics
-    /// If the layer was loaded for a device.
     pub(crate) fn forward_host(
         &self,
         x: &mut [f32],

@@ -151,6 +151,6 @@ mod tests {
             panic!("flex keeps the embedding as the checkpoint's bytes");
         };
         let output = embedding.tied_output().unwrap();
-        assert!(output.host_weights().unwrap().shares_bytes_with(weights));
+        assert!(output.host().unwrap().weights().shares_bytes_with(weights));
     }
 }

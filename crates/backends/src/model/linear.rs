@@ -5,8 +5,10 @@
 //! bytes in the memory map, in their dtype (`bf16`, `f16` or `f32`) — and the product runs in
 //! `sieve-kernels`' [`matmul_nt`](sieve_kernels::matmul_nt): one fixed reduction order per
 //! output, so a row's result does not depend on the other rows in the batch or on the thread
-//! count, and no `f32` copy of the weight is ever made. Other backends (CUDA) keep the weight
-//! as a transposed `[in, out]` `f32` tensor on the device and use Burn's matmul.
+//! count, and no `f32` copy of the weight is ever made: a [`HostLinear`]. The Burn path (what
+//! CUDA runs, and the CPU backends when loaded with [`super::Kernels::Backend`]) keeps the
+//! weight as a transposed `[in, out]` `f32` tensor on the device and uses Burn's matmul: a
+//! [`BurnLinear`]. [`Linear`] is one or the other, by the path the model was loaded for.
 
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
@@ -58,151 +60,218 @@ impl LinearConfig {
                 true => Some(w.values(&bias_name, out_dim)?),
                 false => None,
             };
-            return Ok(Linear(Kind::Host { weights, bias }));
+            return Ok(Linear::Host(HostLinear { weights, bias }));
         }
         let weight = w.matrix_transposed(&weight_name, out_dim, in_dim)?;
         let bias = match self.bias {
             true => Some(w.vector(&bias_name, out_dim)?.unsqueeze_dim(0)),
             false => None,
         };
-        Ok(Linear(Kind::Device { weight, bias }))
+        Ok(Linear::Burn(BurnLinear { weight, bias }))
     }
 }
 
 /// `y = x Wᵀ + b`, loaded from `{prefix}.weight` (`[out, in]`) and, when it has one,
-/// `{prefix}.bias` (`[out]`).
+/// `{prefix}.bias` (`[out]`): one of two layers, by the path the model was loaded for
+/// ([`super::Kernels`]). Both answer both entry points — [`Linear::forward`] on a tensor and
+/// [`Linear::forward_host`] on host rows — so asking a layer for the other path's product
+/// is a conversion, never a panic; the model keeps each path on its own layers.
 #[derive(Debug, Clone)]
-pub struct Linear<B: Backend>(Kind<B>);
-
-/// Where a [`Linear`]'s weight lives and who multiplies by it.
-#[derive(Debug, Clone)]
-enum Kind<B: Backend> {
-    /// The weight as the checkpoint's bytes, multiplied on the host by `sieve-kernels`.
-    Host {
-        /// `[out, in]`, in the checkpoint's dtype.
-        weights: Weights,
-        /// `[out]`.
-        bias: Option<Vec<f32>>,
-    },
-    /// The weight as a device tensor, multiplied by Burn.
-    Device {
-        /// `[in, out]` (transposed once at load, so the product is a plain `x @ W`).
-        weight: Tensor<B, 2>,
-        /// `[1, out]`.
-        bias: Option<Tensor<B, 2>>,
-    },
+pub enum Linear<B: Backend> {
+    /// The host path ([`super::Kernels::Host`], every CPU run).
+    Host(HostLinear),
+    /// The Burn path ([`super::Kernels::Backend`], what `--backend cuda` runs).
+    Burn(BurnLinear<B>),
 }
 
-impl<B: Backend> Linear<B> {
-    /// A device layer from an `[in, out]` weight (already transposed) and no bias.
-    pub(crate) fn from_transposed(weight: Tensor<B, 2>) -> Self {
-        Linear(Kind::Device { weight, bias: None })
-    }
+/// A linear layer of the host path: the weight as the checkpoint's bytes, multiplied by
+/// `sieve-kernels` (one fixed reduction order per output).
+#[derive(Debug, Clone)]
+pub struct HostLinear {
+    /// `[out, in]`, in the checkpoint's dtype.
+    weights: Weights,
+    /// `[out]`.
+    bias: Option<Vec<f32>>,
+}
 
-    /// A host layer over `[out, in]` weights (e.g. the embedding matrix, for a tied output
-    /// projection: the same bytes, not a copy) and no bias.
-    pub(crate) fn from_weights(weights: Weights) -> Self {
-        Linear(Kind::Host {
+/// A linear layer of the Burn path: the weight as a device tensor, multiplied by Burn's
+/// matmul.
+#[derive(Debug, Clone)]
+pub struct BurnLinear<B: Backend> {
+    /// `[in, out]` (transposed once at load, so the product is a plain `x @ W`).
+    weight: Tensor<B, 2>,
+    /// `[1, out]`.
+    bias: Option<Tensor<B, 2>>,
+}
+
+impl HostLinear {
+    /// A layer over `[out, in]` weights and no bias.
+    pub(crate) fn new(weights: Weights) -> Self {
+        HostLinear {
             weights,
             bias: None,
-        })
-    }
-
-    /// The weight as the checkpoint's bytes, for a host layer.
-    #[cfg(test)]
-    pub(crate) fn host_weights(&self) -> Option<&Weights> {
-        match &self.0 {
-            Kind::Host { weights, .. } => Some(weights),
-            Kind::Device { .. } => None,
         }
     }
 
+    /// The weight, as the checkpoint's bytes.
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    /// The product over row-major rows: `x` is `[n, in]`, the result `[n, out]`.
+    ///
+    /// # Panics
+    /// If `x` is not `[n, in]`.
+    pub fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
+        assert_eq!(x.len(), n * self.weights.k(), "linear: input width");
+        sieve_kernels::matmul_nt_vec(x, n, &self.weights.view(), self.bias.as_deref())
+    }
+
+    /// [`HostLinear::forward_host`] into `out` (resized to `[n, out]`, its old values
+    /// overwritten).
+    ///
+    /// # Panics
+    /// As [`HostLinear::forward_host`].
+    pub(crate) fn forward_host_into(&self, x: &[f32], n: usize, out: &mut Vec<f32>) {
+        assert_eq!(x.len(), n * self.weights.k(), "linear: input width");
+        let out = sized(out, n * self.weights.n());
+        sieve_kernels::matmul_nt(x, n, &self.weights.view(), self.bias.as_deref(), out);
+    }
+}
+
+impl<B: Backend> BurnLinear<B> {
+    /// # Shapes
+    /// `x`: `[n, in]` → `[n, out]`.
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let y = x.matmul(self.weight.clone());
+        match &self.bias {
+            Some(b) => y + b.clone(),
+            None => y,
+        }
+    }
+}
+
+impl<B: Backend> Linear<B> {
+    /// A Burn-path layer from an `[in, out]` weight (already transposed) and no bias.
+    pub(crate) fn from_transposed(weight: Tensor<B, 2>) -> Self {
+        Linear::Burn(BurnLinear { weight, bias: None })
+    }
+
+    /// A host-path layer over `[out, in]` weights (e.g. the embedding matrix, for a tied
+    /// output projection: the same bytes, not a copy) and no bias.
+    pub(crate) fn from_weights(weights: Weights) -> Self {
+        Linear::Host(HostLinear::new(weights))
+    }
+
+    /// Width of the input.
+    pub fn d_input(&self) -> usize {
+        match self {
+            Linear::Host(l) => l.weights.k(),
+            Linear::Burn(l) => l.weight.dims()[0],
+        }
+    }
+
+    /// Width of the output.
+    pub fn d_output(&self) -> usize {
+        match self {
+            Linear::Host(l) => l.weights.n(),
+            Linear::Burn(l) => l.weight.dims()[1],
+        }
+    }
+
+    /// The host-path layer, or `None` on the Burn path.
+    pub fn host(&self) -> Option<&HostLinear> {
+        match self {
+            Linear::Host(l) => Some(l),
+            Linear::Burn(_) => None,
+        }
+    }
+
+    /// The product on a tensor: Burn's matmul on the Burn path; on the host path the rows
+    /// are read back and multiplied by `sieve-kernels`.
+    ///
     /// # Shapes
     /// `x`: `[n, in]` → `[n, out]`.
     ///
     /// # Panics
     /// If `x`'s width is not the layer's input width.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        match &self.0 {
-            Kind::Host { weights, .. } => {
+        match self {
+            Linear::Host(l) => {
                 let [n, width] = x.dims();
-                assert_eq!(width, weights.k(), "linear: input width");
+                assert_eq!(width, l.weights.k(), "linear: input width");
                 let device = x.device();
-                let out = self.forward_host(&to_rows(x), n);
-                from_rows(out, n, weights.n(), &device)
+                let out = l.forward_host(&to_rows(x), n);
+                from_rows(out, n, l.weights.n(), &device)
             }
-            Kind::Device { weight, bias } => {
-                let y = x.matmul(weight.clone());
-                match bias {
-                    Some(b) => y + b.clone(),
-                    None => y,
-                }
-            }
+            Linear::Burn(l) => l.forward(x),
         }
     }
 
-    /// The weights and bias of a host layer (`None` for a device layer).
-    pub(crate) fn host_parts(&self) -> Option<(&Weights, Option<&[f32]>)> {
-        match &self.0 {
-            Kind::Host { weights, bias } => Some((weights, bias.as_deref())),
-            Kind::Device { .. } => None,
-        }
-    }
-
-    /// The products of several host layers with the same input width over the same rows, in
-    /// one call (`sieve_kernels::matmul_nt_many`: the rows aligned once, one parallel
-    /// section): `x` is `[n, in]`, output `i` becomes `[n, out_i]` (resized), each with the
-    /// bits of [`Linear::forward_host`].
+    /// The product on row-major host rows: `x` is `[n, in]`, the result `[n, out]`.
+    /// `sieve-kernels` on the host path; on the Burn path the rows go to the weight's device
+    /// and Burn's matmul.
     ///
     /// # Panics
-    /// If a layer is a device layer, or the widths differ from `x`'s.
+    /// If `x` is not `[n, in]`.
+    pub fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
+        match self {
+            Linear::Host(l) => l.forward_host(x, n),
+            Linear::Burn(l) => {
+                let k = self.d_input();
+                assert_eq!(x.len(), n * k, "linear: input width");
+                let device = l.weight.device();
+                to_rows(l.forward(from_rows(x.to_vec(), n, k, &device)))
+            }
+        }
+    }
+
+    /// [`Linear::forward_host`] into `out` (resized to `[n, out]`, its old values
+    /// overwritten).
+    ///
+    /// # Panics
+    /// As [`Linear::forward_host`].
+    pub(crate) fn forward_host_into(&self, x: &[f32], n: usize, out: &mut Vec<f32>) {
+        match self {
+            Linear::Host(l) => l.forward_host_into(x, n, out),
+            Linear::Burn(_) => {
+                let y = self.forward_host(x, n);
+                sized(out, y.len()).copy_from_slice(&y);
+            }
+        }
+    }
+
+    /// The products of several layers with the same input width over the same rows: `x` is
+    /// `[n, in]`, output `i` becomes `[n, out_i]` (resized), each with the bits of
+    /// [`Linear::forward_host`]. When every layer is on the host path they run in one call
+    /// (`sieve_kernels::matmul_nt_many`: the rows aligned once, one parallel section);
+    /// otherwise one by one.
+    ///
+    /// # Panics
+    /// If the widths differ from `x`'s.
     pub(crate) fn forward_host_many(
         layers: &[&Self],
         x: &[f32],
         n: usize,
         outs: &mut [&mut Vec<f32>],
     ) {
-        let parts: Vec<(&Weights, Option<&[f32]>)> = layers
-            .iter()
-            .map(|l| {
-                l.host_parts()
-                    .expect("linear: a device layer has no host product")
-            })
-            .collect();
-        let views: Vec<_> = parts.iter().map(|(w, _)| w.view()).collect();
+        let Some(host) = layers.iter().map(|l| l.host()).collect::<Option<Vec<_>>>() else {
+            for (layer, out) in layers.iter().zip(outs.iter_mut()) {
+                layer.forward_host_into(x, n, out);
+            }
+            return;
+        };
+        for l in &host {
+            assert_eq!(x.len(), n * l.weights.k(), "linear: input width");
+        }
+        let views: Vec<_> = host.iter().map(|l| l.weights.view()).collect();
         let mut jobs: Vec<_> = views
             .iter()
-            .zip(&parts)
+            .zip(&host)
             .zip(outs.iter_mut())
-            .map(|((view, (_, bias)), out)| (view, *bias, sized(out, n * view.n())))
+            .map(|((view, l), out)| (view, l.bias.as_deref(), sized(out, n * view.n())))
             .collect();
         sieve_kernels::matmul_nt_many(x, n, &mut jobs);
-    }
-
-    /// The product on the host, over row-major rows: `x` is `[n, in]`, the result `[n, out]`.
-    ///
-    /// # Panics
-    /// If the layer is a device layer ([`crate::model::Kernels::Backend`]), or `x` is not
-    /// `[n, in]`.
-    pub(crate) fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
-        let Kind::Host { weights, bias } = &self.0 else {
-            panic!("linear: a device layer has no host product");
-        };
-        assert_eq!(x.len(), n * weights.k(), "linear: input width");
-        sieve_kernels::matmul_nt_vec(x, n, &weights.view(), bias.as_deref())
-    }
-
-    /// [`Linear::forward_host`] into `out` (resized to `[n, out]`, its old values overwritten).
-    ///
-    /// # Panics
-    /// As [`Linear::forward_host`].
-    pub(crate) fn forward_host_into(&self, x: &[f32], n: usize, out: &mut Vec<f32>) {
-        let Kind::Host { weights, bias } = &self.0 else {
-            panic!("linear: a device layer has no host product");
-        };
-        assert_eq!(x.len(), n * weights.k(), "linear: input width");
-        let out = sized(out, n * weights.n());
-        sieve_kernels::matmul_nt(x, n, &weights.view(), bias.as_deref(), out);
     }
 }
 
@@ -252,9 +321,18 @@ mod tests {
             .map(|i| w[(i % n_out) * n_in + i / n_out])
             .collect();
         let device = Linear::<Flex>::from_transposed(tensor(wt, n_in, n_out));
-        let burn = host(device.forward(tensor(x, rows, n_in)));
+        let burn = host(device.forward(tensor(x.clone(), rows, n_in)));
         for (a, b) in batch.iter().zip(&burn) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
+        // Each layer answers the other path's entry point too (a conversion, not a panic).
+        assert_eq!(device.forward_host(&x, rows), burn);
+        assert_eq!(layer.forward_host(&x, rows), batch);
+        let mut outs = [Vec::new(), Vec::new()];
+        let [a, b] = &mut outs;
+        Linear::forward_host_many(&[&device, &layer], &x, rows, &mut [a, b]);
+        let len = rows * n_out;
+        assert_eq!(super::super::kernels::window(&outs[0], len), &burn[..]);
+        assert_eq!(super::super::kernels::window(&outs[1], len), &batch[..]);
     }
 }

@@ -111,15 +111,13 @@ impl<B: Backend> Mlp<B> {
 
     /// [`Mlp::forward`] on host rows: `x` is `[n, hidden]` row-major, the result
     /// `s.out[..n·hidden]`; the gating is one loop (SwiGLU through
-    /// `sieve_kernels::math::silu_mul`).
-    ///
-    /// # Panics
-    /// If the layer's projections are device layers.
+    /// `sieve_kernels::math::silu_mul`). (Burn-path projections answer too, through
+    /// [`Linear::forward_host`]; the model never mixes the paths.)
     pub(crate) fn forward_host(&self, x: &[f32], n: usize, s: &mut Scratch) {
         let projections = [&self.gate_proj, &self.up_proj];
         Linear::forward_host_many(&projections, x, n, &mut [&mut s.gate, &mut s.up]);
         // `[n, intermediate]` each (the buffers may be longer, from a larger call).
-        let len = n * self.down_proj.host_parts().expect("a host layer").0.k();
+        let len = n * self.down_proj.d_input();
         let (gate, up) = (window_mut(&mut s.gate, len), window(&s.up, len));
         match self.activation {
             Activation::Silu => sieve_kernels::math::silu_mul(gate, up),

@@ -112,6 +112,11 @@ impl<B: Backend> Model<B> {
         })
     }
 
+    /// Who computes the model (the host path or the Burn path).
+    pub fn kernels(&self) -> Kernels {
+        self.kernels
+    }
+
     /// What the model is made of.
     pub fn config(&self) -> &TransformerConfig {
         &self.config

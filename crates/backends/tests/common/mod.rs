@@ -1,10 +1,12 @@
 //! Shared helpers of the integration tests: the committed fixtures made by
-//! `tools/make_fixtures.py`, and a greedy stage.
+//! `tools/make_fixtures.py`, the CPU runs of both paths ([`RUNS`]), and a greedy stage.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use sieve_backends::model::Kernels;
+use sieve_backends::{BackendKind, LoadedModel, ModelDir};
 use sieve_core::Pipeline;
 use sieve_samplers::greedy::Greedy as GreedyStage;
 
@@ -21,6 +23,83 @@ pub const FIXTURES: [&str; 7] = [
 
 /// The tolerance the logits must meet (max absolute difference).
 pub const TOLERANCE: f32 = 1e-4;
+
+/// One CPU backend computing one path: the host path (`forward_host`, what every CPU run
+/// uses) or the Burn path (`forward`, what `--backend cuda` runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub kind: BackendKind,
+    pub kernels: Kernels,
+}
+
+/// Both paths on both CPU backends: the fixtures hold each of them to transformers.
+pub const RUNS: [Run; 4] = [
+    Run {
+        kind: BackendKind::Ndarray,
+        kernels: Kernels::Host,
+    },
+    Run {
+        kind: BackendKind::Flex,
+        kernels: Kernels::Host,
+    },
+    Run {
+        kind: BackendKind::Ndarray,
+        kernels: Kernels::Backend,
+    },
+    Run {
+        kind: BackendKind::Flex,
+        kernels: Kernels::Backend,
+    },
+];
+
+impl Run {
+    /// Loads the model of `dir` for this run.
+    pub fn load_dir(self, dir: &ModelDir) -> LoadedModel {
+        LoadedModel::from_checkpoint_with(
+            self.kind,
+            self.kernels,
+            dir.transformer_config().clone(),
+            &dir.checkpoint().unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// Loads the fixture `name` for this run.
+    pub fn load(self, name: &str) -> LoadedModel {
+        self.load_dir(&ModelDir::open(fixture_dir(name)).unwrap())
+    }
+
+    /// Whether this run is on the host path, whose results are bit-identical whatever else
+    /// is in the batch.
+    pub fn batch_invariant(self) -> bool {
+        self.kernels == Kernels::Host
+    }
+
+    /// Whether two computations of the same logits agree as this run promises: bit for bit
+    /// on the host path; within [`TOLERANCE`] on the Burn path, whose matrix products and
+    /// softmax reduce in an order that depends on the shapes in the batch (the largest
+    /// difference seen is printed, for the record: `cargo test -- --nocapture`).
+    pub fn agree(self, a: &[f32], b: &[f32]) -> bool {
+        if self.batch_invariant() {
+            return a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        }
+        let d = max_abs_diff(a, b);
+        if d > 0.0 {
+            eprintln!("{self}: batch difference {d:e}");
+        }
+        d <= TOLERANCE
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = match self.kernels {
+            Kernels::Host => "host",
+            Kernels::Backend => "burn",
+        };
+        write!(f, "{} ({path} path)", self.kind)
+    }
+}
 
 /// `tests/fixtures/models/<name>` at the workspace root.
 pub fn fixture_dir(name: &str) -> PathBuf {
