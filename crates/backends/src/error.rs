@@ -137,17 +137,12 @@ pub enum Error {
         /// The model's vocabulary size.
         vocab_size: usize,
     },
-    /// No token was given where at least one is needed.
-    #[error("the prompt has no token")]
-    EmptyPrompt,
-    /// More tokens than the model's context holds.
-    #[error("{tokens} tokens exceed the model's context of {context}")]
-    ContextOverflow {
-        /// The number of tokens that would be in the context.
-        tokens: usize,
-        /// The context length (`max_position_embeddings`).
-        context: usize,
-    },
+    /// The engine's error, with its message: what the one prompt check
+    /// ([`sieve_engine::check_prompt`]) reports for tokens fed to the model,
+    /// [`sieve_engine::Error::EmptyPrompt`] and [`sieve_engine::Error::ContextOverflow`]
+    /// (against `max_position_embeddings`).
+    #[error(transparent)]
+    Engine(#[from] sieve_engine::Error),
 }
 
 impl Error {
@@ -175,8 +170,12 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl From<Error> for sieve_engine::Error {
-    /// A model error inside the loop ([`sieve_engine::Error::Model`]), with its message.
+    /// A model error inside the loop ([`sieve_engine::Error::Model`]), with its message; the
+    /// engine's own error ([`Error::Engine`]) is given back as it is.
     fn from(e: Error) -> Self {
-        sieve_engine::Error::Model(Box::new(e))
+        match e {
+            Error::Engine(e) => e,
+            e => sieve_engine::Error::Model(Box::new(e)),
+        }
     }
 }

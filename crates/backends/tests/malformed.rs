@@ -355,7 +355,7 @@ fn bad_inputs_to_a_loaded_model_are_errors() {
     let vocab = dir.vocab_size() as u32;
     assert!(matches!(
         model.forward_last(&[]).unwrap_err(),
-        Error::EmptyPrompt
+        Error::Engine(sieve_engine::Error::EmptyPrompt)
     ));
     match model.forward_last(&[1, vocab]).unwrap_err() {
         Error::TokenOutOfRange { token, vocab_size } => {
@@ -367,14 +367,14 @@ fn bad_inputs_to_a_loaded_model_are_errors() {
     let too_long = vec![1u32; context + 1];
     assert!(matches!(
         model.forward_last(&too_long).unwrap_err(),
-        Error::ContextOverflow { .. }
+        Error::Engine(sieve_engine::Error::ContextOverflow { .. })
     ));
     // Errors leave the cache as it was.
     assert_eq!(sieve_engine::LanguageModel::position(&model), 0);
     model.forward_last(&vec![1u32; context]).unwrap();
     assert!(matches!(
         model.forward_last(&[1]).unwrap_err(),
-        Error::ContextOverflow { .. }
+        Error::Engine(sieve_engine::Error::ContextOverflow { .. })
     ));
 }
 

@@ -66,6 +66,12 @@
 //! - Ties between equal scores are ordered as described above (torch leaves them unordered).
 //! - Stop strings do not apply; the caller may cut decoded texts.
 //!
+//! # The shared step
+//! Of the [step](crate::step) every generation mode shares, beam search uses the prompt check
+//! ([`check_prompt`]) and the row checks ([`check_row`]: length, NaN); it does not sample one
+//! token per sequence (it scores every continuation, as above) and ends hypotheses on EOS or
+//! length without an [`Emitter`](crate::Emitter): their text is decoded once, at the end.
+//!
 //! # Beams, the model and stage state
 //! The prompt is prefilled once, in one sequence of the [`BatchModel`]. A beam continued by
 //! one chosen continuation keeps its sequence; one continued by several is forked
@@ -92,6 +98,7 @@ use sieve_core::{math, Candidates, Context, Pipeline, Vocab};
 use crate::batch::{BatchModel, Feed, SeqId};
 use crate::error::BeamOptionsError;
 use crate::stats::{FinishReason, GenerationStats};
+use crate::step::{check_prompt, check_row};
 use crate::{Error, Result};
 
 /// When beam search stops, once `N` hypotheses are finished (transformers' `early_stopping`;
@@ -272,7 +279,7 @@ pub fn beam_search(
         });
     }
     let context = model.context_len();
-    crate::generate::check_prompt(prompt, context)?;
+    check_prompt(prompt, 0, context)?;
     let mut eos = options.eos.clone();
     eos.sort_unstable();
     eos.dedup();
@@ -498,24 +505,11 @@ impl Search<'_> {
     fn score(&mut self, rows: Vec<Vec<f32>>, step: usize) -> Result<Vec<Option<Vec<f32>>>> {
         let mut out = Vec::with_capacity(rows.len());
         for (beam, mut row) in self.running.iter().zip(rows) {
-            if row.len() != self.vocab_size {
-                return Err(Error::LogitsLength {
-                    expected: self.vocab_size,
-                    found: row.len(),
-                });
-            }
-            // NaN is the model's fault; `+inf` is read as `f32::MAX`, as candidates read it.
-            let mut nan = 0;
+            // The step's row checks (length, NaN: the model's fault); then `+inf` is read as
+            // `f32::MAX`, as candidates read it.
+            check_row(&row, self.vocab_size, step)?;
             for x in &mut row {
-                nan += usize::from(x.is_nan());
                 *x = math::sanitize(*x);
-            }
-            if nan > 0 {
-                return Err(Error::ModelNan {
-                    step,
-                    count: nan,
-                    vocab: self.vocab_size,
-                });
             }
             log_softmax(&mut row, &mut self.exp);
             self.candidates.load_owned(row);

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use crate::batch::{BatchModel, Feed, SeqId};
 use crate::model::LanguageModel;
 use crate::stats::{tokens_per_second, Summary};
-use crate::{Error, Result};
+#[cfg(doc)]
+use crate::Error;
+use crate::Result;
 
 /// The timings of [`time_model`].
 #[derive(Debug, Clone, PartialEq)]
@@ -239,17 +241,7 @@ impl Group {
 
 /// Checks that `prompt` is not empty and that it and `decode_tokens` more fit `context`.
 fn check_fits(prompt: &[u32], decode_tokens: usize, context: usize) -> Result<()> {
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
-    let total = prompt.len().saturating_add(decode_tokens);
-    if total > context {
-        return Err(Error::ContextOverflow {
-            tokens: total,
-            context,
-        });
-    }
-    Ok(())
+    crate::step::check_prompt(prompt, decode_tokens, context)
 }
 
 /// The first index of the largest value (NaN never wins); 0 for an empty slice.
@@ -266,6 +258,7 @@ fn argmax(logits: &[f32]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     /// Counts calls; its logits favour token `(position + 1) % 3`.
     struct Counter {

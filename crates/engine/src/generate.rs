@@ -4,14 +4,19 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use sieve_core::{Candidates, Context, Pipeline, Vocab};
+use sieve_core::{Pipeline, Vocab};
 
-use crate::emit::{Emitter, EndRules};
+use crate::emit::EndRules;
 use crate::model::{Detokenize, LanguageModel};
 use crate::stats::{FinishReason, GenerationStats};
+use crate::step::{check_prompt, Decoder};
 use crate::step_stats::StepStats;
 use crate::stop::StopStrings;
-use crate::{Error, Result};
+#[cfg(doc)]
+use crate::Error;
+use crate::Result;
+#[cfg(doc)]
+use sieve_core::{Candidates, Context};
 
 /// What to generate besides the prompt.
 ///
@@ -96,9 +101,10 @@ pub struct Generation {
 ///    the prompt goes into the history, and into [`Pipeline::accept`] token by token when
 ///    [`GenerateOptions::accept_prompt`] is set.
 /// 2. Prefill: the whole prompt in one [`LanguageModel::forward`] call.
-/// 3. Each step loads the logits into [`Candidates`], runs the pipeline with a [`Context`]
-///    (history, prompt length, vocabulary, step index), passes the chosen token to
-///    [`Pipeline::accept`] and appends it to the history.
+/// 3. Each step ([`Decoder`], the [step](crate::step) every mode shares) loads the logits
+///    into [`Candidates`], runs the pipeline with a [`Context`] (history, prompt length,
+///    vocabulary, step index), passes the chosen token to [`Pipeline::accept`] and appends
+///    it to the history.
 /// 4. The token ends the generation if it is an EOS id ([`FinishReason::Eos`]); otherwise its
 ///    text is decoded incrementally (complete UTF-8 only), searched for stop strings
 ///    ([`FinishReason::Stop`]), and streamed through `on_text` except the longest ending that
@@ -120,7 +126,7 @@ pub fn generate(
 ) -> Result<Generation> {
     let start = Instant::now();
     let context = model.context_len();
-    check_prompt(prompt, context)?;
+    check_prompt(prompt, 0, context)?;
     let rules = options.end_rules(context)?;
     model.reset();
     pipeline.reset();
@@ -143,54 +149,34 @@ pub fn generate(
             steps: Vec::new(),
         });
     }
-    let mut out = Emitter::new(detokenizer, prompt, on_text)?;
-    let vocab_size = model.vocab_size();
+    let mut out = Decoder::new(detokenizer, prompt, model.vocab_size(), on_text)?;
 
     let t = Instant::now();
     let mut logits = model.forward(prompt)?;
     stats.prefill_time = t.elapsed();
 
-    let mut candidates = Candidates::new();
     let mut steps = Vec::new();
     let mut first_at: Option<Instant> = None;
     let mut sampling = Duration::ZERO;
     let mut forward = Duration::ZERO;
     let finish = loop {
-        if logits.len() != vocab_size {
-            return Err(Error::LogitsLength {
-                expected: vocab_size,
-                found: logits.len(),
-            });
-        }
         if options
             .cancel
             .is_some_and(|flag| flag.load(Ordering::Relaxed))
         {
             break FinishReason::Cancelled;
         }
-        let raw = options.step_stats.then(|| logits.clone());
         let t = Instant::now();
-        let step = out.generated().len();
-        // One vectorized read checks for NaN; only a vector that has some is read again.
-        let nan = candidates.load_owned(std::mem::take(&mut logits));
-        if nan > 0 {
-            return Err(Error::ModelNan {
-                step,
-                count: nan,
-                vocab: vocab_size,
-            });
-        }
-        let cx = Context {
-            history: out.history(),
-            prompt_len: prompt.len(),
-            vocab: options.vocab,
-            step,
-        };
-        let token = pipeline.sample(&mut candidates, &cx)?;
-        pipeline.accept(token);
+        let sampled = out.sample(
+            pipeline,
+            std::mem::take(&mut logits),
+            options.vocab,
+            options.step_stats,
+        )?;
+        let token = sampled.token;
         sampling += t.elapsed();
-        if let Some(raw) = raw {
-            steps.push(StepStats::of(&raw, token, &candidates));
+        if let Some(raw) = sampled.raw {
+            steps.push(StepStats::of(&raw, token, out.candidates()));
         }
         let now = Instant::now();
         let first = *first_at.get_or_insert_with(|| {
@@ -199,7 +185,7 @@ pub fn generate(
         });
         stats.decode_time = now - first;
 
-        if let Some(finish) = out.push(detokenizer, token, &rules)? {
+        if let Some(finish) = out.emit(detokenizer, token, &rules)? {
             break finish;
         }
         let t = Instant::now();
@@ -219,19 +205,4 @@ pub fn generate(
         stats,
         steps,
     })
-}
-
-/// [`Error::EmptyPrompt`] for no token, [`Error::ContextOverflow`] for a prompt that does not
-/// fit a context of `context` tokens: the check every generation mode makes first.
-pub(crate) fn check_prompt(prompt: &[u32], context: usize) -> Result<()> {
-    if prompt.is_empty() {
-        return Err(Error::EmptyPrompt);
-    }
-    if prompt.len() > context {
-        return Err(Error::ContextOverflow {
-            tokens: prompt.len(),
-            context,
-        });
-    }
-    Ok(())
 }

@@ -32,8 +32,12 @@
 //! - [`chi_square`]: Pearson's chi-square tests (homogeneity, goodness of fit) that the
 //!   distribution tests use;
 //! - [`bench`](mod@bench): [`time_model`], a model's prefill and decode speed without a sampler;
-//! - [`serve`]: [`Scheduler`], continuous batching of many requests on one model (the server's
-//!   engine).
+//! - [`scheduler`]: [`Scheduler`], continuous batching of many requests on one model (the
+//!   server's engine);
+//! - [`step`]: the decode step every mode shares: [`check_prompt`] (the one prompt check, for
+//!   the front ends too), [`load_row`] (a row of logits into candidates, with the length and
+//!   NaN checks) and [`Decoder`] (pipeline, accept, [`Emitter`]); the module's table says
+//!   which mode uses which part.
 //!
 //! The model side (a Burn transformer, the Hugging Face loader) lives in `sieve-backends` and
 //! the text side (the tokenizer, chat templates) in `sieve-text`, which implement these traits;
@@ -51,9 +55,10 @@ mod error;
 pub mod generate;
 pub mod model;
 pub mod parallel;
-pub mod serve;
+pub mod scheduler;
 pub mod speculative;
 pub mod stats;
+pub mod step;
 pub mod step_stats;
 pub mod stop;
 
@@ -66,8 +71,14 @@ pub use error::{BeamOptionsError, BoxError, Error, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use model::{Detokenize, LanguageModel, SkipSpecial};
 pub use parallel::generate_parallel;
-pub use serve::{Scheduler, SchedulerConfig};
+pub use scheduler::{Scheduler, SchedulerConfig};
 pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
+pub use step::{check_prompt, check_row, load_row, Decoder, Sampled};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};
+
+/// The scheduler's former name, kept while front-end files still being edited elsewhere
+/// switch to [`scheduler`]; new code uses [`scheduler`].
+#[doc(hidden)]
+pub use scheduler as serve;

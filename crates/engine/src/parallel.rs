@@ -4,22 +4,22 @@
 //! prefill). Every step feeds the last token of each unfinished sequence in one
 //! [`BatchModel::step`], so the weights are read once for all of them. Each sequence has its
 //! own pipeline (its own stage state and random stream: the caller builds pipeline `i` with
-//! seed `seed + i`) and its own [`Emitter`]; a sequence that ends is closed and leaves the
+//! seed `seed + i`) and its own [`Decoder`] (the [step](crate::step) every mode shares); a sequence that ends is closed and leaves the
 //! batch. Since the model is batch invariant, sequence `i` is exactly what a plain
 //! [`generate()`](fn@crate::generate) with pipeline `i` gives.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use sieve_core::{Candidates, Context, Pipeline};
+use sieve_core::Pipeline;
 
 use crate::batch::{BatchModel, Feed, SeqId};
-use crate::emit::Emitter;
 use crate::generate::{GenerateOptions, Generation};
 use crate::model::Detokenize;
 use crate::stats::{FinishReason, GenerationStats};
+use crate::step::{check_prompt, Decoder};
 use crate::step_stats::StepStats;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Where one sequence's text goes.
 type Sink<'a> = Box<dyn FnMut(&str) + 'a>;
@@ -28,13 +28,10 @@ type Sink<'a> = Box<dyn FnMut(&str) + 'a>;
 struct Running<'f> {
     seq: SeqId,
     pipeline: Pipeline,
-    out: Emitter<'f>,
+    out: Decoder<'f>,
     steps: Vec<StepStats>,
-    candidates: Candidates,
     /// Time spent in the pipeline.
     sampling: std::time::Duration,
-    /// The model's vocabulary size (the length every logits row must have).
-    vocab_size: usize,
 }
 
 /// Generates one continuation of `prompt` per pipeline, all in the same batch, and returns
@@ -55,7 +52,7 @@ pub fn generate_parallel(
 ) -> Result<Vec<Generation>> {
     let start = Instant::now();
     let context = model.context_len();
-    crate::generate::check_prompt(prompt, context)?;
+    check_prompt(prompt, 0, context)?;
     let rules = options.end_rules(context)?;
     let k = pipelines.len();
     let vocab_size = model.vocab_size();
@@ -108,10 +105,8 @@ pub fn generate_parallel(
             running.push(Some(Running {
                 seq,
                 pipeline,
-                out: Emitter::new(detokenizer, prompt, sink.as_mut())?,
+                out: Decoder::new(detokenizer, prompt, vocab_size, sink.as_mut())?,
                 steps: Vec::new(),
-                candidates: Candidates::new(),
-                vocab_size,
                 sampling: std::time::Duration::ZERO,
             }));
         }
@@ -130,9 +125,9 @@ pub fn generate_parallel(
                 let finish = if cancelled {
                     Some(FinishReason::Cancelled)
                 } else {
-                    let token = sample(r, logits, prompt.len(), options)?;
+                    let token = sample(r, logits, options)?;
                     last[i] = token;
-                    r.out.push(detokenizer, token, &rules)?
+                    r.out.emit(detokenizer, token, &rules)?
                 };
                 let now = Instant::now();
                 let first = *first_at.get_or_insert_with(|| {
@@ -182,42 +177,16 @@ pub fn generate_parallel(
     Ok(done.into_iter().flatten().collect())
 }
 
-/// Runs sequence `r`'s pipeline on `logits` and accepts the token it chose.
-fn sample(
-    r: &mut Running<'_>,
-    logits: Vec<f32>,
-    prompt_len: usize,
-    options: &GenerateOptions<'_>,
-) -> Result<u32> {
-    let vocab = r.vocab_size;
-    if logits.len() != vocab {
-        return Err(Error::LogitsLength {
-            expected: vocab,
-            found: logits.len(),
-        });
-    }
+/// Runs sequence `r`'s step on `logits`: the token its pipeline chose and accepted.
+fn sample(r: &mut Running<'_>, logits: Vec<f32>, options: &GenerateOptions<'_>) -> Result<u32> {
     let t = Instant::now();
-    let raw = options.step_stats.then(|| logits.clone());
-    let step = r.out.generated().len();
-    let nan = r.candidates.load_owned(logits);
-    if nan > 0 {
-        return Err(Error::ModelNan {
-            step,
-            count: nan,
-            vocab,
-        });
-    }
-    let cx = Context {
-        history: r.out.history(),
-        prompt_len,
-        vocab: options.vocab,
-        step,
-    };
-    let token = r.pipeline.sample(&mut r.candidates, &cx)?;
-    r.pipeline.accept(token);
+    let sampled = r
+        .out
+        .sample(&mut r.pipeline, logits, options.vocab, options.step_stats)?;
     r.sampling += t.elapsed();
-    if let Some(raw) = raw {
-        r.steps.push(StepStats::of(&raw, token, &r.candidates));
+    if let Some(raw) = sampled.raw {
+        r.steps
+            .push(StepStats::of(&raw, sampled.token, r.out.candidates()));
     }
-    Ok(token)
+    Ok(sampled.token)
 }

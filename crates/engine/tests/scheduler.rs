@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{HashModel, Letters};
 use sieve_core::{Candidates, Context, Pipeline, Sampler};
-use sieve_engine::serve::{
+use sieve_engine::scheduler::{
     logprobs, ChannelSink, Event, FailureCause, LogprobMode, LogprobsSpec, Request, Scheduler,
     SchedulerConfig, Status,
 };

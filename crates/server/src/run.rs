@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use sieve_engine::serve::Status;
+use sieve_engine::scheduler::Status;
 
 use crate::state::AppState;
 use crate::{serve, Error, Result};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sieve_core::{Registry, Vocab};
-use sieve_engine::serve::Status;
+use sieve_engine::scheduler::Status;
 use sieve_engine::Scheduler;
 use sieve_text::{ChatTemplate, Tokenizer};
 

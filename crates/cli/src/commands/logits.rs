@@ -52,7 +52,7 @@ pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let files = model::open_files(Some(&args.model))?;
     let tokens = model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?;
     let context = files.dir.context_len();
-    if tokens.len() > context {
+    if sieve_engine::check_prompt(&tokens, 0, context).is_err() {
         return Err(Failure::usage(format!(
             "{} tokens are more than the model's context of {context}",
             tokens.len()

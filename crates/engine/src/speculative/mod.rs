@@ -80,6 +80,7 @@ use crate::emit::{Emitter, EndRules};
 use crate::generate::{GenerateOptions, Generation};
 use crate::model::Detokenize;
 use crate::stats::{FinishReason, GenerationStats};
+use crate::step::{check_prompt, load_row};
 use crate::step_stats::StepStats;
 use crate::{Error, Result};
 
@@ -216,25 +217,6 @@ impl Selector {
     }
 }
 
-/// Loads one logits row into `candidates`, checking its length and NaN.
-fn load_row(candidates: &mut Candidates, row: &[f32], vocab: usize, step: usize) -> Result<()> {
-    if row.len() != vocab {
-        return Err(Error::LogitsLength {
-            expected: vocab,
-            found: row.len(),
-        });
-    }
-    let nan = candidates.load_owned(row.to_vec());
-    if nan > 0 {
-        return Err(Error::ModelNan {
-            step,
-            count: nan,
-            vocab,
-        });
-    }
-    Ok(())
-}
-
 /// A draw from a distribution that has mass (the pipeline left a finite candidate, so it
 /// has).
 fn draw(d: &Distribution, rng: &mut SieveRng, pipeline: &Pipeline) -> Result<u32> {
@@ -288,7 +270,7 @@ pub fn generate_speculative(
 ) -> Result<(Generation, SpeculativeStats)> {
     let start = Instant::now();
     let context = target.context_len();
-    crate::generate::check_prompt(prompt, context)?;
+    check_prompt(prompt, 0, context)?;
     let selector = Selector::of(pipeline)?;
     let rules = options.end_rules(context)?;
     let mut draft = match drafter {
@@ -526,7 +508,7 @@ impl Run<'_, '_> {
                 loop {
                     let row = rows.pop().unwrap_or_default();
                     let step = scratch.len() - out.prompt_len();
-                    load_row(&mut self.candidates, &row, vocab, step)?;
+                    load_row(&mut self.candidates, row, vocab, step)?;
                     let cx = Context {
                         history: &scratch,
                         prompt_len: out.prompt_len(),
@@ -580,7 +562,7 @@ impl Run<'_, '_> {
                 found: rows.first().map_or(0, Vec::len),
             })?;
             let step = held + i - out.prompt_len();
-            load_row(&mut self.candidates, row, vocab, step)?;
+            load_row(&mut self.candidates, row.to_vec(), vocab, step)?;
             let cx = Context {
                 history: &scratch[..held + i],
                 prompt_len: out.prompt_len(),

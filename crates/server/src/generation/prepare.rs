@@ -6,7 +6,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
 use sieve_core::Pipeline;
-use sieve_engine::serve::{LogprobMode, LogprobsSpec};
+use sieve_engine::scheduler::{LogprobMode, LogprobsSpec};
 use sieve_engine::StopStrings;
 
 use super::pipelines::pipelines;
@@ -225,7 +225,8 @@ pub fn check_prompt_text(state: &AppState, text: &str, param: PromptParam) -> Re
 }
 
 /// 400 unless `prompt` (the `index`-th of several, when given) is non-empty, inside the
-/// vocabulary and the context.
+/// context (the engine's one prompt check, [`sieve_engine::check_prompt`]) and inside the
+/// vocabulary.
 fn check_prompt(
     state: &AppState,
     prompt: &[u32],
@@ -234,11 +235,15 @@ fn check_prompt(
 ) -> Result<()> {
     let model = &state.model;
     let which = index.map_or(String::new(), |i| format!("prompt {i}: "));
-    if prompt.is_empty() {
-        return Err(Error::field(
-            param,
-            format!("{which}the prompt has no token"),
-        ));
+    if let Err(e) = sieve_engine::check_prompt(prompt, 0, model.context) {
+        return Err(match e {
+            sieve_engine::Error::ContextOverflow { tokens, context } => Error::PromptTooLong {
+                tokens,
+                context,
+                param,
+            },
+            e => Error::field(param, format!("{which}{e}")),
+        });
     }
     if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= model.vocab_size) {
         return Err(Error::field(
@@ -248,13 +253,6 @@ fn check_prompt(
                 model.vocab_size
             ),
         ));
-    }
-    if prompt.len() > model.context {
-        return Err(Error::PromptTooLong {
-            tokens: prompt.len(),
-            context: model.context,
-            param,
-        });
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
-use sieve_engine::serve::{Event, FailureCause, TokenLogprobs};
+use sieve_engine::scheduler::{Event, FailureCause, TokenLogprobs};
 use sieve_engine::FinishReason;
 
 use super::submit::{Meta, Submitted};

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use sieve_engine::serve::Status;
+use sieve_engine::scheduler::Status;
 
 use crate::state::AppState;
 use crate::Error;

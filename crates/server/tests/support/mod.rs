@@ -20,7 +20,7 @@ use axum::body::Body;
 use axum::http::{Request, Response};
 use axum::Router;
 use http_body_util::BodyExt;
-use sieve_engine::serve::SchedulerConfig;
+use sieve_engine::scheduler::SchedulerConfig;
 use sieve_engine::{BatchModel, BoxError, Detokenize, Feed, LogitsAt, Scheduler, SeqId};
 use sieve_server::{AppState, Defaults, ModelText, Settings};
 use sieve_text::{

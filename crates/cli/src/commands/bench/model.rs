@@ -212,7 +212,8 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             .map(|i| (1 + i % (vocab - 1).max(1)) as u32)
             .collect(),
     };
-    if args.prompt.is_some() && prompt.len() + args.generate > context {
+    if args.prompt.is_some() && sieve_engine::check_prompt(&prompt, args.generate, context).is_err()
+    {
         return Err(Failure::usage(format!(
             "--prompt ({} tokens) + --gen {} exceeds the model's context of {context}",
             prompt.len(),

@@ -155,7 +155,8 @@ pub fn run(
     let mut encoded = Vec::with_capacity(texts.len());
     for text in &texts {
         let ids = model::prompt_tokens(&files, Some(text), None)?;
-        if ids.len() >= context {
+        // At least one token must fit after the prompt.
+        if sieve_engine::check_prompt(&ids, 1, context).is_err() {
             return Err(Failure::usage(format!(
                 "prompt {text:?} is {} tokens, leaving no room in the model's context of {context}",
                 ids.len()

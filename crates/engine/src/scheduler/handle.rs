@@ -14,6 +14,7 @@ pub use super::shared::{SchedulerConfig, Status};
 use super::worker::Worker;
 use crate::batch::BatchModel;
 use crate::model::Detokenize;
+use crate::step::check_prompt;
 use crate::{BoxError, Error, Result};
 
 /// A continuous-batching scheduler over a [`BatchModel`] on its own thread (see the
@@ -67,27 +68,23 @@ impl Scheduler {
     /// Queues `request`. Its events arrive through its sink.
     ///
     /// # Errors
-    /// [`Error::EmptyPrompt`]; [`Error::Choices`] for no pipeline or more than
-    /// [`SchedulerConfig::parallel`]; [`Error::ContextOverflow`] for a prompt longer than the
-    /// loaded model's context; [`Error::QueueFull`] when [`SchedulerConfig::max_queue`]
+    /// [`Error::EmptyPrompt`], and [`Error::ContextOverflow`] for a prompt longer than the
+    /// loaded model's context ([`check_prompt`]); [`Error::Choices`] for no pipeline or more
+    /// than [`SchedulerConfig::parallel`]; [`Error::QueueFull`] when [`SchedulerConfig::max_queue`]
     /// requests already wait; [`Error::Stopped`] when the worker has stopped.
     pub fn submit(&self, request: Request) -> Result<()> {
         let config = &self.shared.config;
-        if request.prompt.is_empty() {
-            return Err(Error::EmptyPrompt);
-        }
+        // 0 until the worker has loaded the model: only emptiness can be checked before.
+        let context = match self.shared.context.load(Ordering::Acquire) {
+            0 => usize::MAX,
+            context => context,
+        };
+        check_prompt(&request.prompt, 0, context)?;
         let n = request.pipelines.len();
         if n == 0 || n > config.parallel {
             return Err(Error::Choices {
                 n,
                 parallel: config.parallel,
-            });
-        }
-        let context = self.shared.context.load(Ordering::Acquire);
-        if context > 0 && request.prompt.len() > context {
-            return Err(Error::ContextOverflow {
-                tokens: request.prompt.len(),
-                context,
             });
         }
         if let Status::Stopped(why) = self.status() {

@@ -1,15 +1,17 @@
 //! One choice of a request while it decodes: its sequence in the model, its own pipeline
-//! (stage state and random stream), candidates buffer and [`Emitter`].
+//! (stage state and random stream) and its [`Decoder`] (the [step](crate::step) every
+//! generation mode shares).
 
-use sieve_core::{Candidates, Context, Pipeline, Vocab};
+use sieve_core::{Pipeline, Vocab};
 
 use super::logprobs;
 use super::request::{Event, LogprobMode, LogprobsSpec};
 use crate::batch::SeqId;
-use crate::emit::{Emitter, EndRules};
+use crate::emit::EndRules;
 use crate::model::Detokenize;
 use crate::stats::FinishReason;
-use crate::{Error, Result};
+use crate::step::{Decoder, Sampled};
+use crate::Result;
 
 /// A decoding choice.
 pub(super) struct Choice {
@@ -22,14 +24,13 @@ pub(super) struct Choice {
     /// The token to feed next.
     pub last: u32,
     pipeline: Pipeline,
-    out: Emitter<'static>,
-    candidates: Candidates,
+    out: Decoder<'static>,
     /// Bytes of `out.text()` already sent.
     sent: usize,
 }
 
 /// The emitter's text callback: a closure capturing nothing, so the box holds zero bytes and
-/// leaking it leaks nothing. The text is read back with [`Emitter::text`] instead.
+/// leaking it leaks nothing. The text is read back with [`Emitter::text`](crate::Emitter::text) instead.
 fn discard() -> &'static mut dyn FnMut(&str) {
     Box::leak(Box::new(|_: &str| {}))
 }
@@ -47,6 +48,7 @@ impl Choice {
         mut pipeline: Pipeline,
         prompt: &[u32],
         detokenizer: &dyn Detokenize,
+        vocab_size: usize,
     ) -> Result<Self> {
         pipeline.reset();
         for &t in prompt {
@@ -58,8 +60,7 @@ impl Choice {
             seq,
             last: 0,
             pipeline,
-            out: Emitter::new(detokenizer, prompt, discard())?,
-            candidates: Candidates::new(),
+            out: Decoder::new(detokenizer, prompt, vocab_size, discard())?,
             sent: 0,
         })
     }
@@ -68,7 +69,7 @@ impl Choice {
     /// and why the choice ends with it, if it does.
     ///
     /// # Errors
-    /// [`Error::LogitsLength`], [`Error::ModelNan`], a stage's error, the detokenizer's.
+    /// [`Error::LogitsLength`](crate::Error::LogitsLength), [`Error::ModelNan`](crate::Error::ModelNan), a stage's error, the detokenizer's.
     pub fn advance(
         &mut self,
         logits: Vec<f32>,
@@ -76,42 +77,19 @@ impl Choice {
         rules: &EndRules,
         vocab: Option<&Vocab>,
         spec: Option<LogprobsSpec>,
-        vocab_size: usize,
     ) -> Result<(Event, Option<FinishReason>)> {
-        if logits.len() != vocab_size {
-            return Err(Error::LogitsLength {
-                expected: vocab_size,
-                found: logits.len(),
-            });
-        }
-        let step = self.out.generated().len();
-        let raw = spec
-            .filter(|s| s.mode == LogprobMode::Raw)
-            .map(|_| logits.clone());
-        let nan = self.candidates.load_owned(logits);
-        if nan > 0 {
-            return Err(Error::ModelNan {
-                step,
-                count: nan,
-                vocab: vocab_size,
-            });
-        }
-        let cx = Context {
-            history: self.out.history(),
-            prompt_len: self.out.prompt_len(),
-            vocab,
-            step,
-        };
-        let token = self.pipeline.sample(&mut self.candidates, &cx)?;
-        self.pipeline.accept(token);
+        let keep_raw = spec.is_some_and(|s| s.mode == LogprobMode::Raw);
+        let Sampled { token, raw } =
+            self.out
+                .sample(&mut self.pipeline, logits, vocab, keep_raw)?;
         let logprobs = spec.map(|s| match &raw {
             Some(raw) => logprobs::from_logits(raw, token, s.top),
-            None => logprobs::from_candidates(&self.candidates, token, s.top),
+            None => logprobs::from_candidates(self.out.candidates(), token, s.top),
         });
         self.last = token;
-        let finish = self.out.push(detokenizer, token, rules)?;
-        let text = self.out.text()[self.sent..].to_string();
-        self.sent = self.out.text().len();
+        let finish = self.out.emit(detokenizer, token, rules)?;
+        let text = self.out.emitter().text()[self.sent..].to_string();
+        self.sent = self.out.emitter().text().len();
         let event = Event::Token {
             choice: self.index,
             token,

@@ -16,6 +16,7 @@ use crate::batch::{BatchModel, Feed, SeqId};
 use crate::emit::EndRules;
 use crate::model::Detokenize;
 use crate::stats::FinishReason;
+use crate::step::check_prompt;
 use crate::BoxError;
 
 /// A request admitted into the model: prefilling its prompt, or decoding its choices.
@@ -195,15 +196,7 @@ impl<M: BatchModel> Worker<M> {
             mut sink,
         } = request;
         let context = self.model.context_len();
-        if prompt.is_empty() || prompt.len() > context {
-            let error = if prompt.is_empty() {
-                crate::Error::EmptyPrompt
-            } else {
-                crate::Error::ContextOverflow {
-                    tokens: prompt.len(),
-                    context,
-                }
-            };
+        if let Err(error) = check_prompt(&prompt, 0, context) {
             sink.send(failure(&error));
             return;
         }
@@ -348,6 +341,7 @@ impl<M: BatchModel> Worker<M> {
         };
         self.prefilling.retain(|&x| x != id);
         let mut started = Vec::with_capacity(p.pipelines.len());
+        let vocab_size = self.model.vocab_size();
         for (i, pipeline) in p.pipelines.into_iter().enumerate() {
             let seq = if i == 0 {
                 Ok(p.seq)
@@ -355,13 +349,13 @@ impl<M: BatchModel> Worker<M> {
                 self.model.fork(p.seq)
             };
             let choice = seq.and_then(|seq| {
-                Choice::new(id, i, seq, pipeline, &live.prompt, &*self.detokenizer).inspect_err(
-                    |_| {
+                let detokenizer = &*self.detokenizer;
+                Choice::new(id, i, seq, pipeline, &live.prompt, detokenizer, vocab_size)
+                    .inspect_err(|_| {
                         if seq != p.seq {
                             self.model.close(seq);
                         }
-                    },
-                )
+                    })
             });
             match choice {
                 Ok(c) => started.push(c),
@@ -410,7 +404,6 @@ impl<M: BatchModel> Worker<M> {
             self.model.close(choice.seq);
             return None;
         };
-        let vocab_size = self.model.vocab_size();
         let detokenizer = &*self.detokenizer;
         let stepped = choice.advance(
             logits,
@@ -418,7 +411,6 @@ impl<M: BatchModel> Worker<M> {
             &live.rules,
             self.vocab.as_deref(),
             live.logprobs,
-            vocab_size,
         );
         let (event, finish) = match stepped {
             Ok(x) => x,

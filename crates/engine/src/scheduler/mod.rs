@@ -27,13 +27,13 @@
 //!   nothing, so the scheduler re-runs its feeds one by one to find whose it was.
 
 mod choice;
+mod handle;
 pub mod logprobs;
 mod request;
-mod scheduler;
 mod shared;
 mod worker;
 
+pub use handle::{Scheduler, SchedulerConfig, Status};
 pub use request::{
     ChannelSink, Event, EventSink, FailureCause, LogprobMode, LogprobsSpec, Request, TokenLogprobs,
 };
-pub use scheduler::{Scheduler, SchedulerConfig, Status};

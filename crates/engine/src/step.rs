@@ -1,0 +1,248 @@
+//! One decode step, written once for every generation mode: check the prompt, load a row of
+//! logits into [`Candidates`] (length and NaN checks), run the pipeline, accept the chosen
+//! token, and push it through the sequence's [`Emitter`] (EOS, stop strings, token limit,
+//! streamed text).
+//!
+//! | part | [`generate()`](fn@crate::generate) | [`generate_parallel`](crate::generate_parallel) | scheduler | speculative | beam search |
+//! |---|---|---|---|---|---|
+//! | [`check_prompt`] | ✓ | ✓ | ✓ (submit and start) | ✓ | ✓ |
+//! | [`check_row`] / [`load_row`] | via [`Decoder`] | via [`Decoder`] | via [`Decoder`] | [`load_row`] | [`check_row`] |
+//! | [`Decoder::sample`] (pipeline, accept) | ✓ | ✓ | ✓ | — | — |
+//! | [`Decoder::emit`] / [`Decoder::finish`] | ✓ | ✓ | ✓ | [`Emitter`] | — |
+//!
+//! Two modes do differently what the step's middle does:
+//! - **speculative decoding** loads target and draft rows with [`load_row`] (the draft model
+//!   may have another vocabulary, and the context of a draft includes the drafts before it),
+//!   then asks the selector for its *distribution* instead of one token, and accepts or
+//!   rejects drafts against it; the tokens it keeps go through the same [`Emitter`];
+//! - **beam search** scores every continuation rather than sampling one token: each row is
+//!   checked with [`check_row`], turned into log-probabilities, transformed by the stages
+//!   (not selected) and ranked over all beams; hypotheses end on EOS or length, and their
+//!   text is decoded once at the end.
+
+use sieve_core::{Candidates, Context, Pipeline, Vocab};
+
+use crate::emit::{Emitter, EndRules};
+use crate::model::Detokenize;
+use crate::stats::FinishReason;
+use crate::{Error, Result};
+
+/// The check every generation mode and front end makes before feeding `tokens` to a model of
+/// `context` positions that already holds (or must still make room for) `extra` others.
+///
+/// Plain prompts pass `extra = 0`; a model appending to a cache passes the positions it
+/// holds; a benchmark passes the decode steps it will run.
+///
+/// # Errors
+/// [`Error::EmptyPrompt`] for no token, [`Error::ContextOverflow`] (with the total) when
+/// `extra + tokens.len()` exceeds `context`.
+pub fn check_prompt(tokens: &[u32], extra: usize, context: usize) -> Result<()> {
+    if tokens.is_empty() {
+        return Err(Error::EmptyPrompt);
+    }
+    let total = extra.saturating_add(tokens.len());
+    if total > context {
+        return Err(Error::ContextOverflow {
+            tokens: total,
+            context,
+        });
+    }
+    Ok(())
+}
+
+/// [`Error::LogitsLength`] unless `row` has `vocab` values, [`Error::ModelNan`] (at
+/// generation step `step`) if any is NaN: the checks [`load_row`] makes, for a mode that
+/// transforms the row before loading it (beam search).
+///
+/// # Errors
+/// As said.
+pub fn check_row(row: &[f32], vocab: usize, step: usize) -> Result<()> {
+    check_len(row, vocab)?;
+    let nan = row.iter().filter(|x| x.is_nan()).count();
+    if nan > 0 {
+        return Err(nan_error(step, nan, vocab));
+    }
+    Ok(())
+}
+
+/// Loads `row` into `candidates` after checking it as [`check_row`] does. One vectorized read
+/// loads and counts NaN; only a row that has some is reported.
+///
+/// # Errors
+/// [`Error::LogitsLength`], [`Error::ModelNan`].
+pub fn load_row(
+    candidates: &mut Candidates,
+    row: Vec<f32>,
+    vocab: usize,
+    step: usize,
+) -> Result<()> {
+    check_len(&row, vocab)?;
+    let nan = candidates.load_owned(row);
+    if nan > 0 {
+        return Err(nan_error(step, nan, vocab));
+    }
+    Ok(())
+}
+
+fn check_len(row: &[f32], vocab: usize) -> Result<()> {
+    if row.len() != vocab {
+        return Err(Error::LogitsLength {
+            expected: vocab,
+            found: row.len(),
+        });
+    }
+    Ok(())
+}
+
+fn nan_error(step: usize, count: usize, vocab: usize) -> Error {
+    Error::ModelNan { step, count, vocab }
+}
+
+/// The token a [`Decoder::sample`] chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// The token (already passed to [`Pipeline::accept`]).
+    pub token: u32,
+    /// The row as the model returned it, when asked for (statistics, raw log-probabilities).
+    pub raw: Option<Vec<f32>>,
+}
+
+/// One sequence while it decodes: its candidates buffer and its [`Emitter`]. Each step is
+/// [`Decoder::sample`] (load the row, run the pipeline, accept) then [`Decoder::emit`] (EOS,
+/// stop strings, limits, text); [`Decoder::finish`] ends it. The pipeline is passed in, so a
+/// caller may own it or borrow it.
+#[derive(Debug)]
+pub struct Decoder<'f> {
+    candidates: Candidates,
+    out: Emitter<'f>,
+    vocab_size: usize,
+}
+
+impl<'f> Decoder<'f> {
+    /// A decoder after `prompt` for a model of `vocab_size` logits, streaming through
+    /// `on_text`.
+    ///
+    /// # Errors
+    /// What `detokenizer` returns on the prompt.
+    pub fn new(
+        detokenizer: &dyn Detokenize,
+        prompt: &[u32],
+        vocab_size: usize,
+        on_text: &'f mut dyn FnMut(&str),
+    ) -> Result<Self> {
+        Ok(Decoder {
+            candidates: Candidates::new(),
+            out: Emitter::new(detokenizer, prompt, on_text)?,
+            vocab_size,
+        })
+    }
+
+    /// The sequence's emitter (history, generated tokens, text so far).
+    pub fn emitter(&self) -> &Emitter<'f> {
+        &self.out
+    }
+
+    /// The candidates as the last [`Decoder::sample`] left them.
+    pub fn candidates(&self) -> &Candidates {
+        &self.candidates
+    }
+
+    /// Loads `row` ([`load_row`]), runs `pipeline` on it with a [`Context`] of this
+    /// sequence's history and `vocab`, and accepts the chosen token. `keep_raw`: return a
+    /// copy of the row as given.
+    ///
+    /// # Errors
+    /// [`Error::LogitsLength`], [`Error::ModelNan`], [`Error::Sampling`].
+    pub fn sample(
+        &mut self,
+        pipeline: &mut Pipeline,
+        row: Vec<f32>,
+        vocab: Option<&Vocab>,
+        keep_raw: bool,
+    ) -> Result<Sampled> {
+        let raw = keep_raw.then(|| row.clone());
+        let step = self.out.generated().len();
+        load_row(&mut self.candidates, row, self.vocab_size, step)?;
+        let cx = Context {
+            history: self.out.history(),
+            prompt_len: self.out.prompt_len(),
+            vocab,
+            step,
+        };
+        let token = pipeline.sample(&mut self.candidates, &cx)?;
+        pipeline.accept(token);
+        Ok(Sampled { token, raw })
+    }
+
+    /// Pushes `token` through the emitter ([`Emitter::push`]): why the sequence ends with
+    /// it, if it does.
+    ///
+    /// # Errors
+    /// What the detokenizer returns.
+    pub fn emit(
+        &mut self,
+        detokenizer: &dyn Detokenize,
+        token: u32,
+        rules: &EndRules,
+    ) -> Result<Option<FinishReason>> {
+        self.out.push(detokenizer, token, rules)
+    }
+
+    /// Ends the sequence ([`Emitter::finish`]): the text, the generated tokens and the final
+    /// reason.
+    ///
+    /// # Errors
+    /// What the detokenizer returns.
+    pub fn finish(
+        self,
+        detokenizer: &dyn Detokenize,
+        finish: FinishReason,
+        rules: &EndRules,
+    ) -> Result<(String, Vec<u32>, FinishReason)> {
+        self.out.finish(detokenizer, finish, rules)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_check() {
+        assert!(matches!(check_prompt(&[], 0, 4), Err(Error::EmptyPrompt)));
+        assert!(check_prompt(&[1; 4], 0, 4).is_ok());
+        assert!(matches!(
+            check_prompt(&[1; 2], 3, 4),
+            Err(Error::ContextOverflow {
+                tokens: 5,
+                context: 4
+            })
+        ));
+    }
+
+    #[test]
+    fn rows_are_checked() {
+        let mut c = Candidates::new();
+        assert!(matches!(
+            load_row(&mut c, vec![0.0; 3], 4, 0),
+            Err(Error::LogitsLength {
+                expected: 4,
+                found: 3
+            })
+        ));
+        let row = vec![0.0, f32::NAN, 1.0, f32::NAN];
+        assert!(matches!(
+            check_row(&row, 4, 2),
+            Err(Error::ModelNan {
+                step: 2,
+                count: 2,
+                vocab: 4
+            })
+        ));
+        assert!(matches!(
+            load_row(&mut c, row, 4, 2),
+            Err(Error::ModelNan { count: 2, .. })
+        ));
+        assert!(load_row(&mut c, vec![0.0; 4], 4, 0).is_ok());
+    }
+}
