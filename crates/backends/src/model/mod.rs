@@ -190,8 +190,8 @@ impl<B: Backend> Model<B> {
     /// follows the last of them (`vocab_size` values).
     ///
     /// # Errors
-    /// [`Error::EmptyPrompt`] for no token, [`Error::TokenOutOfRange`],
-    /// [`Error::ContextOverflow`] past `max_position_embeddings`, [`Error::Backend`] when the
+    /// [`Error::Engine`] for no token or past `max_position_embeddings` (the prompt check,
+    /// [`sieve_engine::check_prompt`]), [`Error::TokenOutOfRange`], [`Error::Backend`] when the
     /// device fails. On error nothing is appended to the cache.
     pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         let ids = self.ids(tokens)?;
@@ -226,20 +226,10 @@ impl<B: Backend> Model<B> {
 
     /// Checks that `tokens` may be appended to a sequence holding `held` positions.
     fn check(&self, tokens: &[u32], held: usize) -> Result<()> {
-        if tokens.is_empty() {
-            return Err(Error::EmptyPrompt);
-        }
+        sieve_engine::check_prompt(tokens, held, self.config.context_len)?;
         let vocab_size = self.config.vocab_size();
         if let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab_size) {
             return Err(Error::TokenOutOfRange { token, vocab_size });
-        }
-        let context = self.config.context_len;
-        let total = held + tokens.len();
-        if total > context {
-            return Err(Error::ContextOverflow {
-                tokens: total,
-                context,
-            });
         }
         Ok(())
     }
