@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
+use sieve_core::Pipeline;
 use sieve_core::{BuildContext, Registry};
-use sieve_dsl::{Compiled, PipelineSpec};
+use sieve_dsl::{Compiled, Parsed};
 use sieve_plugin_host::Plugin;
 
 use crate::error::{Failure, ResultExt};
@@ -59,12 +60,43 @@ pub fn registry(files: &[PathBuf]) -> Result<Registry, Failure> {
 }
 
 /// Parses and validates `text` against `registry` without building a stage: the cheap check a
-/// command runs before it does anything slow (such as loading a model's weights).
+/// command runs before it does anything slow (such as loading a model's weights). A command
+/// parses its pipeline once, here, and builds every copy it needs from the result ([`build`],
+/// [`copies`]).
 ///
 /// # Errors
 /// [`Failure::Pipeline`] holding the rendered diagnostic (source line, caret, help).
-pub fn check(text: &str, registry: &Registry) -> Result<PipelineSpec, Failure> {
-    PipelineSpec::parse(text, registry).map_err(|d| Failure::Pipeline(d.render(text)))
+pub fn check(text: &str, registry: &Registry) -> Result<Parsed, Failure> {
+    Parsed::parse(text, registry).map_err(|d| Failure::Pipeline(d.render(text)))
+}
+
+/// Builds the stages of `parsed` with the build context `cx`.
+///
+/// # Errors
+/// [`Failure::Pipeline`] holding the rendered diagnostic, placed in the text as written.
+pub fn build(
+    parsed: &Parsed,
+    registry: &Registry,
+    cx: &BuildContext<'_>,
+) -> Result<Pipeline, Failure> {
+    parsed
+        .build(registry, cx)
+        .map_err(|d| Failure::Pipeline(d.render(parsed.source())))
+}
+
+/// Builds `n` copies of `parsed`, copy `i` with seed `cx.seed + i`.
+///
+/// # Errors
+/// [`Failure::Pipeline`] holding the rendered diagnostic, placed in the text as written.
+pub fn copies(
+    parsed: &Parsed,
+    registry: &Registry,
+    cx: &BuildContext<'_>,
+    n: usize,
+) -> Result<Vec<Pipeline>, Failure> {
+    parsed
+        .copies(registry, cx, n)
+        .map_err(|d| Failure::Pipeline(d.render(parsed.source())))
 }
 
 /// Parses, validates and builds `text` with the build context `cx` (the run's seed, used by

@@ -57,9 +57,12 @@ pub fn compile(
     registry: &Registry,
     cx: &BuildContext<'_>,
 ) -> Result<Compiled, Diagnostic> {
-    let (spec, spans) = parse_located(source, registry)?;
-    let pipeline = build_located(&spec, &spans, registry, cx, source)?;
-    Ok(Compiled { spec, pipeline })
+    let parsed = crate::Parsed::parse(source, registry)?;
+    let pipeline = parsed.build(registry, cx)?;
+    Ok(Compiled {
+        spec: parsed.into_spec(),
+        pipeline,
+    })
 }
 
 /// Parses and validates `source`, keeping where each stage and argument was written.
@@ -67,6 +70,7 @@ pub(crate) fn parse_located(
     source: &str,
     registry: &Registry,
 ) -> Result<(PipelineSpec, Vec<StageSpans>), Diagnostic> {
+    crate::count::parsed();
     let stages = syntax::parse(source)?;
     validate::validate(&stages, registry, source)
 }

@@ -68,6 +68,15 @@
 //! [`sieve_core::Value`]'s syntax, which prints every float so that it parses back to the same
 //! bits. Parsing the canonical text with the same registry gives an identical spec.
 //!
+//! # Parse once, build many
+//!
+//! A front end that needs several copies of one pipeline (one per sequence, beam, choice, or
+//! for a draft model) parses its text once into a [`Parsed`] and builds each copy from it
+//! ([`Parsed::build`], [`Parsed::copies`]: copy `i` seeded `seed + i`); a constructor's error
+//! still points into the text as written. Fields that are not pipeline text (an API request's)
+//! become stages directly with [`PipelineSource::stages`], validated as text is. With the
+//! `count-parses` feature, `parses()` counts this thread's parses, for tests that check it.
+//!
 //! # serde
 //!
 //! A [`PipelineSpec`] serializes as its canonical text. Reading one back needs the registry
@@ -97,9 +106,11 @@ extern crate alloc;
 
 mod ast;
 mod compile;
+mod count;
 mod diagnostic;
 mod grammar;
 mod literal;
+mod parsed;
 mod render;
 mod scan;
 mod serde_impl;
@@ -111,7 +122,10 @@ mod syntax_error;
 mod validate;
 
 pub use compile::{compile, Compiled};
+#[cfg(feature = "count-parses")]
+pub use count::parses;
 pub use diagnostic::{Diagnostic, DiagnosticKind};
+pub use parsed::Parsed;
 pub use scan::MAX_NESTING;
 pub use serde_impl::{PipelineSource, SourceError, SpecSeed};
 pub use span::Span;

@@ -13,7 +13,7 @@ use sieve_core::{Registry, Value};
 use crate::ast;
 use crate::diagnostic::{empty_pipeline, Diagnostic, HelpSuffix};
 use crate::span::Span;
-use crate::spec::PipelineSpec;
+use crate::spec::{PipelineSpec, StageSpec};
 use crate::validate;
 
 impl Serialize for PipelineSpec {
@@ -48,6 +48,37 @@ impl PipelineSource {
         PipelineSource(Source::Text(text.into()))
     }
 
+    /// A source holding stages given directly, each argument by name (`("top_k",
+    /// [("k", Int(40))])`): what a front end makes from fields that are not pipeline text
+    /// (an API request's sampling fields), so that it never formats text to parse it back.
+    /// [`PipelineSource::resolve`] validates them exactly as the list form (and so as text):
+    /// names, parameters, types and ranges checked, defaults filled, `dist` appended.
+    pub fn stages(stages: impl IntoIterator<Item = StageSpec>) -> Self {
+        let stages: Vec<ast::Stage> = stages
+            .into_iter()
+            .enumerate()
+            .map(|(i, stage)| {
+                let at = Span::new(i, i + 1);
+                ast::Stage {
+                    name: stage.name,
+                    name_span: at,
+                    span: at,
+                    args: stage
+                        .args
+                        .into_iter()
+                        .map(|(name, value)| ast::Arg {
+                            name: Some((name, at)),
+                            value,
+                            value_span: at,
+                            span: at,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        PipelineSource(Source::Stages(stages))
+    }
+
     /// Validates the pipeline against `registry`'s schemas (no stage is built).
     ///
     /// # Errors
@@ -56,6 +87,9 @@ impl PipelineSource {
     pub fn resolve(&self, registry: &Registry) -> Result<PipelineSpec, SourceError> {
         match &self.0 {
             Source::Text(text) => PipelineSpec::parse(text, registry).map_err(SourceError::Text),
+            Source::Stages(stages) if stages.is_empty() => {
+                Err(SourceError::Text(empty_pipeline("")))
+            }
             Source::Stages(stages) => {
                 let blank = " ".repeat(stages.len());
                 validate::validate(stages, registry, &blank)

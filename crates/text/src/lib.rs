@@ -28,7 +28,10 @@
 //! - [`generation_config`] reads [`GenerationConfig`], the model author's defaults;
 //! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`];
 //! - [`chat_template`] renders [`ChatTemplate`] as transformers' `apply_chat_template` does,
-//!   Python's `json.dumps` included.
+//!   Python's `json.dumps` included;
+//! - [`sampling`] holds the defaults every front end shares: the pipeline a run gets when it
+//!   names none (from [`GenerationConfig`], else a fallback), parsed once, the default token
+//!   limit and the random seed.
 //!
 //! Everything fails with the one [`Error`] of this crate, whose messages name the file.
 #![warn(missing_docs)]
@@ -38,6 +41,7 @@ mod error;
 pub mod files;
 pub mod generation_config;
 pub mod json;
+pub mod sampling;
 pub mod tokenizer;
 
 pub use chat_template::{ChatTemplate, Message, CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE};

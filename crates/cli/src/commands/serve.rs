@@ -28,10 +28,10 @@ use sieve_server::tools::ToolParser;
 use sieve_server::work::WorkLimits;
 use sieve_server::{AppState, ConnectionLimits, Defaults, ModelText, Settings};
 
-use crate::commands::generate::{default_pipeline, DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
 use crate::error::{write_stderr, Failure};
 use crate::plugins::PluginArgs;
 use crate::{model, pipeline};
+use sieve_text::sampling::{self, DEFAULT_MAX_TOKENS};
 
 /// Shown after `sieve serve --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -213,9 +213,11 @@ fn init_log(format: LogFormat) {
 pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let backend = model::backend(args.backend.as_deref())?;
     let precision = model::precision(&args.precision, backend)?;
-    if let Some(text) = &args.sampler {
-        pipeline::check(text, &registry)?;
-    }
+    // `--sampler` is parsed once, here, before anything slow.
+    let written = match &args.sampler {
+        Some(text) => Some(pipeline::check(text, &registry)?),
+        None => None,
+    };
     if args.parallel == 0 || args.parallel > MAX_PARALLEL {
         return Err(Failure::usage(format!(
             "--parallel {}: give between 1 and {MAX_PARALLEL}",
@@ -258,15 +260,15 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
         .map_err(|e| Failure::usage(format!("--tool-call-parser: {e}")))?;
     let files = model::open_files(args.model.as_deref())?;
     let generation = files.dir.generation().clone();
-    let default = match &args.sampler {
-        Some(text) => text.clone(),
-        None => default_pipeline(&generation).unwrap_or_else(|| FALLBACK_PIPELINE.to_string()),
+    let default = match written {
+        Some(parsed) => parsed,
+        None => pipeline::check(&sampling::default_text(None, &generation), &registry)?,
     };
     let cx = BuildContext {
         seed: 0,
         vocab: Some(&files.vocab),
     };
-    pipeline::compile(&default, &registry, &cx)?;
+    pipeline::build(&default, &registry, &cx)?;
     let name = args.served_model_name.clone().unwrap_or_else(|| {
         args.model
             .as_deref()
@@ -301,7 +303,7 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let scheduler = Scheduler::start(load, detokenizer, Some(vocab), config)
         .map_err(|e| Failure::Runtime(e.into()))?;
     let defaults = Defaults {
-        pipeline: default,
+        pipeline: default.source().to_string(),
         generation,
     };
     let settings = Settings {

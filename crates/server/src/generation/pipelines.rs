@@ -1,9 +1,9 @@
 //! A request's pipeline built once per choice: the text its sampling fields make (see
-//! [`crate::sampling`]), a server file argument refused on the parsed spec before anything is
-//! built, then the stages (choice `j` seeded `seed + j`).
+//! [`crate::sampling`]), parsed once, a server file argument refused on the parsed spec before
+//! anything is built, then the stages (choice `j` seeded `seed + j`) from that one parse.
 
 use sieve_core::{BuildContext, Pipeline};
-use sieve_dsl::PipelineSpec;
+use sieve_dsl::{Parsed, PipelineSpec};
 
 use crate::openai::fields::SamplingFields;
 use crate::sampling::{pipeline_text, sets_any};
@@ -34,37 +34,22 @@ pub(super) fn pipelines(
             }
         }
     };
+    let parsed = Parsed::parse(&text, &state.registry).map_err(|d| failed(d, &text))?;
     if sets_any(sampling) {
         // Checked on the parsed spec, before any stage is built: a stage never reads a file
         // a request names (whether it exists, or what it holds, would leak into the error).
-        let spec = PipelineSpec::parse(&text, &state.registry).map_err(|d| failed(d, &text))?;
-        refuse_server_files(&spec)?;
+        refuse_server_files(parsed.spec())?;
     }
-    let compiled = sieve_dsl::compile(&text, &state.registry, &BuildContext { seed, vocab })
-        .map_err(|d| failed(d, &text))?;
-    let canonical = compiled.spec.to_string();
-    let mut first = Some(compiled.pipeline);
+    let cx = BuildContext { seed, vocab };
     let mut all = Vec::with_capacity(prompts);
     for _ in 0..prompts {
-        let mut built = Vec::with_capacity(n);
-        for j in 0..n as u64 {
-            if let Some(pipeline) = first.take() {
-                built.push(pipeline);
-                continue;
-            }
-            let cx = BuildContext {
-                seed: seed.wrapping_add(j),
-                vocab,
-            };
-            let pipeline = compiled
-                .spec
-                .build(&state.registry, &cx)
-                .map_err(|d| failed(d, &canonical))?;
-            built.push(pipeline);
-        }
-        all.push(built);
+        all.push(
+            parsed
+                .copies(&state.registry, &cx, n)
+                .map_err(|d| failed(d, &text))?,
+        );
     }
-    Ok((canonical, all))
+    Ok((parsed.spec().to_string(), all))
 }
 
 /// Refuses a stage argument that reads a file on the server (`file`, as `grammar(file=…)`

@@ -36,8 +36,8 @@ pub struct Request<'a> {
     pub early_stopping: EarlyStopping,
     /// The most tokens to generate.
     pub max_tokens: usize,
-    /// The pipeline's text (built once per beam, with the run's seed).
-    pub pipeline: &'a str,
+    /// The pipeline, parsed once (built once per beam, with the run's seed).
+    pub pipeline: &'a sieve_dsl::Parsed,
     /// The stages known.
     pub registry: &'a Registry,
     /// The prompt's ids.

@@ -5,7 +5,10 @@
 //!   every stage's `accept` before the first step: penalties, DRY and n-gram bans include the
 //!   prompt (as llama.cpp's server and HF do).
 //! - Without `--sampler`: the sampling defaults of `generation_config.json` (see
-//!   [`default_pipeline`]), else `top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)`.
+//!   [`sieve_text::sampling::generation_pipeline`]), else
+//!   `top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)`.
+//! - The pipeline is parsed once; every copy the run needs (one per sequence with
+//!   `--num-return`, per beam with `--beams`, the draft's with `--draft`) is built from it.
 //! - Stops at an EOS id (from `generation_config.json`, else `config.json`), at any `--stop`
 //!   string (never printed, nor any text that may still become one), after `-n` tokens, or at
 //!   the end of the model's context (finish reason `length`).
@@ -26,15 +29,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use sieve_backends::GenerationConfig;
 use sieve_core::{BuildContext, Registry};
 use sieve_engine::{generate, EarlyStopping, FinishReason, GenerateOptions};
+use sieve_text::sampling;
 
 use report::{single_json, stats_text, RunInfo, RunStats};
 
 use crate::error::{write_stderr, Failure};
 use crate::plugins::PluginArgs;
-use crate::seed::random_seed;
 use crate::{chat, model, pipeline};
 
 /// Shown after `sieve generate --help`.
@@ -43,10 +45,7 @@ pub const EXAMPLES: &str = "Examples:
   sieve generate --model ./SmolLM2-135M --prompt \"The capital of France is\" \\
       --sampler \"penalty(1.1) | temp(0.7) | top_k(40) | top_p(0.9) | min_p(0.05)\" --seed 7 --stop \".\"";
 
-/// The pipeline used when neither `--sampler` nor `generation_config.json` says otherwise.
-pub const FALLBACK_PIPELINE: &str = "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)";
-/// Tokens generated when `-n` is not given and the generation config has no `max_new_tokens`.
-pub const DEFAULT_MAX_TOKENS: usize = 128;
+pub use sieve_text::sampling::{DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
 
 /// `sieve generate`.
 #[derive(Debug, Args)]
@@ -134,32 +133,6 @@ pub struct GenerateArgs {
     pub plugins: PluginArgs,
 }
 
-/// The pipeline `generation_config.json` asks for, in transformers' order (repetition
-/// penalty, temperature, top-k, top-p, min-p); `greedy` when `do_sample` is false; `None`
-/// when it sets none of these.
-pub fn default_pipeline(config: &GenerationConfig) -> Option<String> {
-    if config.do_sample == Some(false) {
-        return Some("greedy".to_string());
-    }
-    let mut stages = Vec::new();
-    if let Some(r) = config.repetition_penalty.filter(|&r| r != 1.0) {
-        stages.push(format!("penalty(repeat={r:?}, last_n=4294967295)"));
-    }
-    if let Some(t) = config.temperature {
-        stages.push(format!("temp({t:?})"));
-    }
-    if let Some(k) = config.top_k {
-        stages.push(format!("top_k({k})"));
-    }
-    if let Some(p) = config.top_p {
-        stages.push(format!("top_p({p:?})"));
-    }
-    if let Some(p) = config.min_p {
-        stages.push(format!("min_p({p:?})"));
-    }
-    (!stages.is_empty()).then(|| stages.join(" | "))
-}
-
 /// Runs the command, streaming text to `out`.
 ///
 /// # Errors
@@ -169,22 +142,26 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     let backend = model::backend(args.backend.as_deref())?;
     let precision = model::precision(&args.precision, backend)?;
     model::threads(args.threads)?;
-    if let Some(text) = &args.sampler {
-        pipeline::check(text, registry)?;
-    }
+    // The one parse of the pipeline: `--sampler` before anything slow, else the default.
+    let written = match &args.sampler {
+        Some(text) => Some(pipeline::check(text, registry)?),
+        None => None,
+    };
     let files = model::open_files(args.model.as_deref())?;
-    let seed = args.seed.unwrap_or_else(random_seed);
-    let text = match (&args.sampler, args.beams) {
-        (Some(text), _) => text.clone(),
-        (None, Some(_)) => "greedy".to_string(),
-        (None, None) => default_pipeline(files.dir.generation())
-            .unwrap_or_else(|| FALLBACK_PIPELINE.to_string()),
+    let seed = args.seed.unwrap_or_else(sampling::random_seed);
+    let parsed = match (written, args.beams) {
+        (Some(parsed), _) => parsed,
+        (None, Some(_)) => pipeline::check("greedy", registry)?,
+        (None, None) => pipeline::check(
+            &sampling::default_text(None, files.dir.generation()),
+            registry,
+        )?,
     };
     let cx = BuildContext {
         seed,
         vocab: Some(&files.vocab),
     };
-    let mut compiled = pipeline::compile(&text, registry, &cx)?;
+    let mut first = pipeline::build(&parsed, registry, &cx)?;
     let prompt = if args.chat.active() {
         chat::prompt_tokens(&files, &args.chat, args.prompt.as_deref())?
     } else {
@@ -197,10 +174,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             prompt.len()
         )));
     }
-    let max_tokens = args
-        .max_tokens
-        .or(files.dir.generation().max_new_tokens.map(|n| n as usize))
-        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let max_tokens = sampling::max_tokens(args.max_tokens, files.dir.generation());
     if let Some(beams) = args.beams {
         beams::check(beams, args.num_return)?;
     } else if let Some(k) = args.num_return {
@@ -228,7 +202,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         }
         (None, None) => None,
     };
-    let sampler = compiled.spec.to_string();
+    let sampler = parsed.spec().to_string();
     let info = RunInfo {
         sampler: &sampler,
         seed,
@@ -257,7 +231,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             length_penalty: args.length_penalty.unwrap_or(1.0),
             early_stopping: args.early_stopping.unwrap_or_default(),
             max_tokens,
-            pipeline: &text,
+            pipeline: &parsed,
             registry,
             prompt: &prompt,
             cancel: &cancel,
@@ -276,7 +250,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             source,
             backend,
             precision,
-            pipeline: &text,
+            pipeline: &parsed,
             registry,
             prompt: &prompt,
             options: &options,
@@ -291,7 +265,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
             request,
             &mut open.model,
             &open.files,
-            &mut compiled.pipeline,
+            &mut first,
             &cx,
             &info,
             out,
@@ -300,7 +274,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     if let Some(k) = args.num_return {
         let request = samples::Request {
             k,
-            pipeline: &text,
+            pipeline: &parsed,
             registry,
             prompt: &prompt,
             options: &options,
@@ -325,7 +299,7 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
     let generation = generate(
         &mut open.model,
         &files.tokenizer,
-        &mut compiled.pipeline,
+        &mut first,
         &prompt,
         &options,
         &mut on_text,
@@ -365,25 +339,5 @@ fn engine_failure(e: sieve_engine::Error) -> Failure {
         }
         sieve_engine::Error::SpeculativeSelector { .. } => Failure::usage(e.to_string()),
         e => Failure::Runtime(anyhow::Error::new(e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generation_config_defaults_become_a_pipeline_in_transformers_order() {
-        let mut config = GenerationConfig::default();
-        assert_eq!(default_pipeline(&config), None);
-        config.temperature = Some(0.6);
-        config.top_p = Some(0.9);
-        config.top_k = Some(50);
-        assert_eq!(
-            default_pipeline(&config).as_deref(),
-            Some("temp(0.6) | top_k(50) | top_p(0.9)")
-        );
-        config.do_sample = Some(false);
-        assert_eq!(default_pipeline(&config).as_deref(), Some("greedy"));
     }
 }

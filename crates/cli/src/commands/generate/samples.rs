@@ -13,6 +13,7 @@ use sieve_engine::{generate_parallel, BatchModel, FinishReason, GenerateOptions,
 use super::report::{sequences_json, stats_text, RunInfo, RunStats, SequenceReport};
 use crate::error::{write_stderr, Failure};
 use crate::pipeline;
+use sieve_dsl::Parsed;
 
 /// The most sequences one run may ask for.
 pub const MAX_RETURN: usize = 256;
@@ -21,8 +22,8 @@ pub const MAX_RETURN: usize = 256;
 pub struct Request<'a> {
     /// How many sequences.
     pub k: usize,
-    /// The pipeline's text (compiled once per sequence).
-    pub pipeline: &'a str,
+    /// The pipeline, parsed once (built once per sequence).
+    pub pipeline: &'a Parsed,
     /// The stages known.
     pub registry: &'a Registry,
     /// The prompt's ids.
@@ -41,20 +42,12 @@ pub struct Request<'a> {
 /// A pipeline that does not build (already checked once, so only a stage whose build depends
 /// on the seed could fail here).
 pub fn pipelines(
-    text: &str,
+    parsed: &Parsed,
     registry: &Registry,
     cx: &BuildContext<'_>,
     k: usize,
 ) -> Result<Vec<Pipeline>, Failure> {
-    (0..k as u64)
-        .map(|i| {
-            let cx = BuildContext {
-                seed: cx.seed.wrapping_add(i),
-                vocab: cx.vocab,
-            };
-            Ok(pipeline::compile(text, registry, &cx)?.pipeline)
-        })
-        .collect()
+    pipeline::copies(parsed, registry, cx, k)
 }
 
 /// Runs the request on `model`, writing to `out`.

@@ -93,8 +93,8 @@ pub struct Request<'a> {
     pub backend: BackendKind,
     /// The weight and cache element types of both models.
     pub precision: model::Precision,
-    /// The pipeline's text (a second copy is built for the draft).
-    pub pipeline: &'a str,
+    /// The pipeline, parsed once (a second copy is built for the draft).
+    pub pipeline: &'a sieve_dsl::Parsed,
     /// The stages known.
     pub registry: &'a Registry,
     /// The prompt's ids.
@@ -142,7 +142,7 @@ pub fn run(
         }
         Source::Lookup(_) => None,
     };
-    let mut draft_pipeline = pipeline::compile(request.pipeline, request.registry, cx)?.pipeline;
+    let mut draft_pipeline = pipeline::build(request.pipeline, request.registry, cx)?;
     let drafter = match draft_model.as_mut() {
         Some(open) => Drafter::Model {
             model: &mut open.model,
