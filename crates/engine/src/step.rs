@@ -6,15 +6,16 @@
 //! | part | [`generate()`](fn@crate::generate) | [`generate_parallel`](crate::generate_parallel) | scheduler | speculative | beam search |
 //! |---|---|---|---|---|---|
 //! | [`check_prompt`] | ✓ | ✓ | ✓ (submit and start) | ✓ | ✓ |
-//! | [`check_row`] / [`load_row`] | via [`Decoder`] | via [`Decoder`] | via [`Decoder`] | [`load_row`] | [`check_row`] |
-//! | [`Decoder::sample`] (pipeline, accept) | ✓ | ✓ | ✓ | — | — |
-//! | [`Decoder::emit`] / [`Decoder::finish`] | ✓ | ✓ | ✓ | [`Emitter`] | — |
+//! | [`check_row`] / [`load_row`] | via [`Decoder`] | via [`Decoder`] | via [`Decoder`] | [`Decoder::load`] (target), [`load_row`] (draft) | [`check_row`] |
+//! | [`Decoder::sample`] (pipeline, accept) | ✓ | ✓ | ✓ | — (the selector's distribution) | — (scores) |
+//! | [`Decoder::emit`] / [`Decoder::finish`] | ✓ | ✓ | ✓ | ✓ | — |
 //!
 //! Two modes do differently what the step's middle does:
-//! - **speculative decoding** loads target and draft rows with [`load_row`] (the draft model
-//!   may have another vocabulary, and the context of a draft includes the drafts before it),
-//!   then asks the selector for its *distribution* instead of one token, and accepts or
-//!   rejects drafts against it; the tokens it keeps go through the same [`Emitter`];
+//! - **speculative decoding** loads the target's rows with [`Decoder::load`] and the draft
+//!   model's with [`load_row`] (it may have another vocabulary; the context of a draft
+//!   includes the drafts before it), then asks the selector for its *distribution* instead
+//!   of one token and accepts or rejects drafts against it; the tokens it keeps go through
+//!   [`Decoder::emit`] as in every other mode;
 //! - **beam search** scores every continuation rather than sampling one token: each row is
 //!   checked with [`check_row`], turned into log-probabilities, transformed by the stages
 //!   (not selected) and ranked over all beams; hypotheses end on EOS or length, and their
@@ -145,6 +146,17 @@ impl<'f> Decoder<'f> {
     /// The candidates as the last [`Decoder::sample`] left them.
     pub fn candidates(&self) -> &Candidates {
         &self.candidates
+    }
+
+    /// Loads `row` ([`load_row`], `step` naming the generation step in a NaN report) and
+    /// hands the candidates out, for a mode that asks the pipeline for more than one token
+    /// (speculative decoding: its selector's distribution).
+    ///
+    /// # Errors
+    /// [`Error::LogitsLength`], [`Error::ModelNan`].
+    pub fn load(&mut self, row: Vec<f32>, step: usize) -> Result<&mut Candidates> {
+        load_row(&mut self.candidates, row, self.vocab_size, step)?;
+        Ok(&mut self.candidates)
     }
 
     /// Loads `row` ([`load_row`]), runs `pipeline` on it with a [`Context`] of this

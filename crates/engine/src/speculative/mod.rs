@@ -59,10 +59,10 @@
 //! the budget) and no more than the target's context (and the draft model's) can hold; a
 //! draft model's run stops after it drafts an EOS id; prompt lookup cuts before one. EOS, stop
 //! strings, `max_tokens` and the context end the generation at the exact token, in the middle
-//! of an accepted run, through the same [`Emitter`] as plain decoding. Cancellation is checked
-//! before every round. The first token comes from the prefill, drawn from `p` like any
-//! other, so `target_forwards / generated` is 1 for plain decoding and lower the more drafts
-//! are accepted.
+//! of an accepted run, through the same [`Decoder`] (the [step](crate::step)) as plain
+//! decoding. Cancellation is checked before every round. The first token comes from the
+//! prefill, drawn from `p` like any other, so `target_forwards / generated` is 1 for plain
+//! decoding and lower the more drafts are accepted.
 
 pub mod accept;
 pub mod lookup;
@@ -76,11 +76,11 @@ pub use accept::{acceptance, residual, verify, Distribution, Verdict};
 pub use lookup::lookup;
 
 use crate::batch::{BatchModel, Feed, SeqId};
-use crate::emit::{Emitter, EndRules};
+use crate::emit::EndRules;
 use crate::generate::{GenerateOptions, Generation};
 use crate::model::Detokenize;
 use crate::stats::{FinishReason, GenerationStats};
-use crate::step::{check_prompt, load_row};
+use crate::step::{check_prompt, load_row, Decoder};
 use crate::step_stats::StepStats;
 use crate::{Error, Result};
 
@@ -358,7 +358,12 @@ impl Run<'_, '_> {
             };
             return Ok((generation, self.spec));
         }
-        let mut out = Emitter::new(self.detokenizer, self.prompt, on_text)?;
+        let mut out = Decoder::new(
+            self.detokenizer,
+            self.prompt,
+            self.target.vocab_size(),
+            on_text,
+        )?;
 
         let t = Instant::now();
         let rows = self.target.step(&[Feed::last(self.seq, self.prompt)])?;
@@ -379,7 +384,7 @@ impl Run<'_, '_> {
                 None => loop {
                     if let Draft::Model { pipeline, .. } = draft {
                         // The draft pipeline has seen every token but the last one emitted.
-                        pipeline.accept(*out.history().last().unwrap_or(&0));
+                        pipeline.accept(*out.emitter().history().last().unwrap_or(&0));
                     }
                     if cancelled() {
                         break FinishReason::Cancelled;
@@ -411,13 +416,13 @@ impl Run<'_, '_> {
     /// one, roll back. Returns why the generation ends, if it does.
     fn round(
         &mut self,
-        out: &mut Emitter<'_>,
+        out: &mut Decoder<'_>,
         draft: &mut Draft<'_>,
         start: Instant,
         first_at: &mut Option<Instant>,
     ) -> Result<Option<FinishReason>> {
-        let held = out.history().len();
-        let generated = held - out.prompt_len();
+        let held = out.emitter().history().len();
+        let generated = held - out.emitter().prompt_len();
         // Room for the drafts: the token budget keeps one place for the extra token, and the
         // target must hold the history and every draft.
         let k = self
@@ -431,7 +436,7 @@ impl Run<'_, '_> {
         self.spec.draft_time += drafted_at;
         self.spec.drafted += drafts.len();
 
-        let pending = *out.history().last().unwrap_or(&0);
+        let pending = *out.emitter().history().last().unwrap_or(&0);
         let mut feed = Vec::with_capacity(drafts.len() + 1);
         feed.push(pending);
         feed.extend_from_slice(&drafts);
@@ -440,12 +445,12 @@ impl Run<'_, '_> {
         self.forward += t.elapsed();
         self.spec.target_forwards += 1;
 
-        let before = out.generated().len();
+        let before = out.emitter().generated().len();
         let finish = self.emit_verified(out, &rows, &drafts, &qs, start, first_at)?;
         if finish.is_some() {
             return Ok(finish);
         }
-        let accepted = out.generated().len() - before - 1;
+        let accepted = out.emitter().generated().len() - before - 1;
         self.target.truncate(self.seq, held + accepted)?;
         if let Draft::Model {
             model,
@@ -461,7 +466,7 @@ impl Run<'_, '_> {
             // Roll the draft pipeline back to the accepted drafts (the loop then gives it the
             // round's last token).
             if accepted < drafts.len() {
-                let generated = out.generated();
+                let generated = out.emitter().generated();
                 reset_pipeline(
                     pipeline,
                     self.prompt,
@@ -476,11 +481,11 @@ impl Run<'_, '_> {
     /// Up to `k` draft tokens after the history and the distributions they were drawn from.
     fn draft(
         &mut self,
-        out: &Emitter<'_>,
+        out: &Decoder<'_>,
         draft: &mut Draft<'_>,
         k: usize,
     ) -> Result<(Vec<u32>, Vec<Distribution>)> {
-        let history = out.history();
+        let history = out.emitter().history();
         match draft {
             Draft::Lookup { max_ngram } => {
                 let drafts = lookup(history, *max_ngram, k, &self.rules.eos).to_vec();
@@ -507,11 +512,11 @@ impl Run<'_, '_> {
                 self.spec.draft_forwards += 1;
                 loop {
                     let row = rows.pop().unwrap_or_default();
-                    let step = scratch.len() - out.prompt_len();
+                    let step = scratch.len() - out.emitter().prompt_len();
                     load_row(&mut self.candidates, row, vocab, step)?;
                     let cx = Context {
                         history: &scratch,
-                        prompt_len: out.prompt_len(),
+                        prompt_len: out.emitter().prompt_len(),
                         vocab: self.options.vocab,
                         step,
                     };
@@ -543,7 +548,7 @@ impl Run<'_, '_> {
     /// the generation ends, if it does.
     fn emit_verified(
         &mut self,
-        out: &mut Emitter<'_>,
+        out: &mut Decoder<'_>,
         rows: &[Vec<f32>],
         drafts: &[u32],
         qs: &[Distribution],
@@ -552,26 +557,27 @@ impl Run<'_, '_> {
     ) -> Result<Option<FinishReason>> {
         let vocab = self.target.vocab_size();
         let row_of = |i: usize| rows.first().and_then(|r| r.get(i * vocab..(i + 1) * vocab));
-        let mut scratch = out.history().to_vec();
+        let mut scratch = out.emitter().history().to_vec();
         scratch.extend_from_slice(drafts);
-        let held = out.history().len();
+        let held = out.emitter().history().len();
         for i in 0..=drafts.len() {
             let t = Instant::now();
             let row = row_of(i).ok_or(Error::LogitsLength {
                 expected: (drafts.len() + 1) * vocab,
                 found: rows.first().map_or(0, Vec::len),
             })?;
-            let step = held + i - out.prompt_len();
-            load_row(&mut self.candidates, row.to_vec(), vocab, step)?;
+            let prompt_len = out.emitter().prompt_len();
+            let step = held + i - prompt_len;
+            let candidates = out.load(row.to_vec(), step)?;
             let cx = Context {
                 history: &scratch[..held + i],
-                prompt_len: out.prompt_len(),
+                prompt_len,
                 vocab: self.options.vocab,
                 step,
             };
             let p = self
                 .selector
-                .distribution(self.pipeline, &mut self.candidates, &cx, vocab)?;
+                .distribution(self.pipeline, candidates, &cx, vocab)?;
             let (token, rejected) = match drafts.get(i) {
                 Some(&x) => match verify(&p, &qs[i], x, &mut self.rng) {
                     Some(Verdict::Accept) => {
@@ -586,7 +592,7 @@ impl Run<'_, '_> {
             self.pipeline.accept(token);
             self.sampling += t.elapsed();
             if self.options.step_stats {
-                self.steps.push(StepStats::of(row, token, &self.candidates));
+                self.steps.push(StepStats::of(row, token, out.candidates()));
             }
             let now = Instant::now();
             let first = *first_at.get_or_insert_with(|| {
@@ -594,7 +600,7 @@ impl Run<'_, '_> {
                 now
             });
             self.stats.decode_time = now - first;
-            if let Some(finish) = out.push(self.detokenizer, token, self.rules)? {
+            if let Some(finish) = out.emit(self.detokenizer, token, self.rules)? {
                 return Ok(Some(finish));
             }
             if rejected {
