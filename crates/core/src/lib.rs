@@ -12,6 +12,8 @@
 //! - [`SieveRng`]: a seeded, portable random generator (ChaCha8), identical on every machine;
 //! - [`Registry`]: stage constructors by name with their parameter schemas, open to stages
 //!   defined outside this crate (plugins register there);
+//! - [`Nucleus`]: the nucleus (top-p) truncation of long candidate lists without a full sort
+//!   ([`nucleus`] explains how the cut is decided);
 //! - [`Pipeline`]: a built chain of stages that turns candidates into one token;
 //! - [`Stage`] and [`Params`] (with `#[derive(Params)]`): the one way to define a stage,
 //!   built-in or plugin: a name, a doc line and a typed parameter struct whose fields are
@@ -35,6 +37,7 @@ mod candidates;
 mod context;
 mod error;
 pub mod math;
+pub mod nucleus;
 mod params;
 mod pipeline;
 mod registry;
@@ -46,6 +49,7 @@ pub use args::Args;
 pub use candidates::{rank, Candidates};
 pub use context::{BuildContext, Context, Vocab};
 pub use error::Error;
+pub use nucleus::Nucleus;
 pub use params::{ParamError, ParamKind, ParamSpec, Range, Value, MAX_SEED};
 pub use pipeline::Pipeline;
 pub use registry::{BuildFn, PluginOrigin, Registry, StageEntry, StageInfo};
