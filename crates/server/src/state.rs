@@ -90,7 +90,7 @@ pub struct Shared {
     pub model: ModelText,
     /// The stages requests may name.
     pub registry: Registry,
-    /// The default pipeline and generation defaults.
+    /// The default pipeline (parsed once at startup) and generation defaults.
     pub defaults: Defaults,
     /// The scheduler running the model.
     pub scheduler: Scheduler,

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use clap::Args;
 use sieve_core::{BuildContext, Registry};
-use sieve_engine::serve::SchedulerConfig;
+use sieve_engine::scheduler::SchedulerConfig;
 use sieve_engine::{BoxError, Detokenize, Scheduler};
 use sieve_server::routes::guard::AllowedOrigins;
 use sieve_server::tools::ToolParser;
@@ -262,7 +262,8 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let generation = files.dir.generation().clone();
     let default = match written {
         Some(parsed) => parsed,
-        None => pipeline::check(&sampling::default_text(None, &generation), &registry)?,
+        None => sampling::default_pipeline(None, &generation, &registry)
+            .map_err(|d| Failure::Pipeline(d.render(&sampling::default_text(None, &generation))))?,
     };
     let cx = BuildContext {
         seed: 0,
@@ -303,7 +304,7 @@ pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
     let scheduler = Scheduler::start(load, detokenizer, Some(vocab), config)
         .map_err(|e| Failure::Runtime(e.into()))?;
     let defaults = Defaults {
-        pipeline: default.source().to_string(),
+        pipeline: default,
         generation,
     };
     let settings = Settings {

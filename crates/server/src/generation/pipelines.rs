@@ -1,12 +1,13 @@
-//! A request's pipeline built once per choice: the text its sampling fields make (see
-//! [`crate::sampling`]), parsed once, a server file argument refused on the parsed spec before
-//! anything is built, then the stages (choice `j` seeded `seed + j`) from that one parse.
+//! A request's pipeline built once per choice: the pipeline its sampling fields choose (see
+//! [`crate::sampling`]: the default parsed at startup, `sampler` parsed once, or typed stages
+//! from the OpenAI fields), a server file argument refused on the spec before anything is
+//! built, then the stages (choice `j` seeded `seed + j`), never parsing again.
 
 use sieve_core::{BuildContext, Pipeline};
-use sieve_dsl::{Parsed, PipelineSpec};
+use sieve_dsl::PipelineSpec;
 
 use crate::openai::fields::SamplingFields;
-use crate::sampling::{pipeline_text, sets_any};
+use crate::sampling::{choose, sets_any, Chosen};
 use crate::state::AppState;
 use crate::{Error, Result};
 
@@ -19,7 +20,7 @@ pub(super) fn pipelines(
     n: usize,
     prompts: usize,
 ) -> Result<(String, Vec<Vec<Pipeline>>)> {
-    let text = pipeline_text(sampling, &state.defaults, &state.registry)?;
+    let chosen = choose(sampling, &state.defaults, &state.registry)?;
     let vocab = Some(&*state.model.vocab);
     let failed = |d: sieve_dsl::Diagnostic, source: &str| {
         if sampling.sampler.is_some() {
@@ -34,22 +35,37 @@ pub(super) fn pipelines(
             }
         }
     };
-    let parsed = Parsed::parse(&text, &state.registry).map_err(|d| failed(d, &text))?;
     if sets_any(sampling) {
-        // Checked on the parsed spec, before any stage is built: a stage never reads a file
-        // a request names (whether it exists, or what it holds, would leak into the error).
-        refuse_server_files(parsed.spec())?;
+        // Checked on the spec, before any stage is built: a stage never reads a file a
+        // request names (whether it exists, or what it holds, would leak into the error).
+        refuse_server_files(chosen.spec())?;
     }
+    let canonical = chosen.spec().to_string();
     let cx = BuildContext { seed, vocab };
     let mut all = Vec::with_capacity(prompts);
     for _ in 0..prompts {
-        all.push(
-            parsed
+        let copies = match &chosen {
+            Chosen::Default(parsed) => parsed
                 .copies(&state.registry, &cx, n)
-                .map_err(|d| failed(d, &text))?,
-        );
+                .map_err(|d| failed(d, parsed.source())),
+            Chosen::Text(parsed) => parsed
+                .copies(&state.registry, &cx, n)
+                .map_err(|d| failed(d, parsed.source())),
+            // Typed stages have no text of their own: an error points into the canonical one.
+            Chosen::Stages(spec) => (0..n as u64)
+                .map(|j| {
+                    let cx = BuildContext {
+                        seed: seed.wrapping_add(j),
+                        vocab,
+                    };
+                    spec.build(&state.registry, &cx)
+                        .map_err(|d| failed(d, &canonical))
+                })
+                .collect(),
+        }?;
+        all.push(copies);
     }
-    Ok((parsed.spec().to_string(), all))
+    Ok((canonical, all))
 }
 
 /// Refuses a stage argument that reads a file on the server (`file`, as `grammar(file=…)`

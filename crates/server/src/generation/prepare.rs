@@ -2,9 +2,6 @@
 //! the context; a text too long refused before it is encoded), `n`, the token budget, stop
 //! strings, log-probabilities, the response's size — and the [`Prepared`] request they make.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-
 use sieve_core::Pipeline;
 use sieve_engine::scheduler::{LogprobMode, LogprobsSpec};
 use sieve_engine::StopStrings;
@@ -133,7 +130,9 @@ pub fn prepare(
         }
     };
     check_response_size(state, prompts.len() * n as usize, max_tokens, logprobs)?;
-    let seed = output.seed.unwrap_or_else(random_seed);
+    let seed = output
+        .seed
+        .unwrap_or_else(sieve_text::sampling::random_seed);
     let (sampler, pipelines) = pipelines(state, sampling, seed, n as usize, prompts.len())?;
     Ok(Prepared {
         prompts,
@@ -266,16 +265,4 @@ pub fn check_model(state: &AppState, model: Option<&str>) -> Result<()> {
         Some(m) if m != state.model.name => Err(Error::UnknownModel(m.to_string())),
         _ => Ok(()),
     }
-}
-
-/// A seed for a request that gives none: from the process's random hasher keys and the
-/// time, cut to 53 bits so that every JSON reader gets it exactly.
-fn random_seed() -> u64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish() >> 11
 }

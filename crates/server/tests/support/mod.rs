@@ -62,7 +62,8 @@ pub fn state(settings: Settings) -> AppState {
         chat_template: ChatTemplate::from_dir(&dir).map_err(|e| e.to_string()),
     };
     let defaults = Defaults {
-        pipeline: "top_k(40) | dist".to_string(),
+        pipeline: sieve_dsl::Parsed::parse("top_k(40) | dist", &sieve_samplers::builtin_registry())
+            .expect("the default pipeline"),
         generation,
     };
     let detokenizer: Arc<dyn Detokenize + Send + Sync> = tokenizer;
