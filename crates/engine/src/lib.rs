@@ -77,8 +77,3 @@ pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
 pub use step::{check_prompt, check_row, load_row, Decoder, Sampled};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};
-
-/// The scheduler's former name, kept while front-end files still being edited elsewhere
-/// switch to [`scheduler`]; new code uses [`scheduler`].
-#[doc(hidden)]
-pub use scheduler as serve;

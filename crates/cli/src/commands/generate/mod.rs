@@ -168,12 +168,12 @@ pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Res
         model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?
     };
     let context = files.dir.context_len();
-    if prompt.len() > context {
-        return Err(Failure::usage(format!(
-            "the prompt is {} tokens, longer than the model's context of {context}",
-            prompt.len()
-        )));
-    }
+    sieve_engine::check_prompt(&prompt, 0, context).map_err(|e| match e {
+        sieve_engine::Error::ContextOverflow { tokens, context } => Failure::usage(format!(
+            "the prompt is {tokens} tokens, longer than the model's context of {context}"
+        )),
+        other => Failure::usage(other.to_string()),
+    })?;
     let max_tokens = sampling::max_tokens(args.max_tokens, files.dir.generation());
     if let Some(beams) = args.beams {
         beams::check(beams, args.num_return)?;
