@@ -52,10 +52,14 @@ pub fn backend(name: Option<&str>) -> Result<BackendKind, Failure> {
     Ok(kind)
 }
 
-/// `--dtype` and `--kv-cache`: the element types the weights and the key/value cache are
-/// kept in (the same two options on every command that loads a model).
+/// `--backend`, `--dtype` and `--kv-cache`: where the model runs and the element types its
+/// weights and key/value cache are kept in (the same options on every command that loads a
+/// model: `generate`, `serve`, `logits`, `compare`, `bench model`).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct PrecisionArgs {
+pub struct LoadArgs {
+    /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
     /// Element type the weight matrices are kept in: auto (the checkpoint's own, default),
     /// f32, bf16 or f16 (converted once at load; bf16/f16 need a CPU backend)
     #[arg(long, value_name = "TYPE")]
@@ -67,7 +71,20 @@ pub struct PrecisionArgs {
     pub kv_cache: Option<String>,
 }
 
-/// What [`PrecisionArgs`] asked for, checked against the backend.
+impl LoadArgs {
+    /// The backend and the precision asked for, each checked.
+    ///
+    /// # Errors
+    /// Usage: an unknown or unavailable backend, an unknown element type, or one the backend
+    /// cannot keep.
+    pub fn resolve(&self) -> Result<(BackendKind, Precision), Failure> {
+        let backend = backend(self.backend.as_deref())?;
+        let precision = precision(self, backend)?;
+        Ok((backend, precision))
+    }
+}
+
+/// What [`LoadArgs`]' `--dtype` and `--kv-cache` asked for, checked against the backend.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Precision {
     /// The weight matrices' element type.
@@ -81,7 +98,7 @@ pub struct Precision {
 ///
 /// # Errors
 /// Usage: an unknown name, or a type the backend cannot keep weights or its cache in.
-pub fn precision(args: &PrecisionArgs, backend: BackendKind) -> Result<Precision, Failure> {
+pub fn precision(args: &LoadArgs, backend: BackendKind) -> Result<Precision, Failure> {
     let weights: WeightDtype = parsed("--dtype", args.dtype.as_deref())?;
     let kv: KvDtype = parsed("--kv-cache", args.kv_cache.as_deref())?;
     let unavailable = |e: sieve_backends::Error| Failure::usage(e.to_string());

@@ -31,12 +31,9 @@ pub struct LogitsArgs {
     /// Logits at every position (one list per position), not only the last
     #[arg(long)]
     pub all_positions: bool,
-    /// ndarray, flex or cuda
-    #[arg(long, value_name = "NAME")]
-    pub backend: Option<String>,
-    /// `--dtype` and `--kv-cache`.
+    /// `--backend`, `--dtype` and `--kv-cache`.
     #[command(flatten)]
-    pub precision: model::PrecisionArgs,
+    pub load: model::LoadArgs,
     /// Print `{"tokens": [...], "logits": [...]}`
     #[arg(long)]
     pub json: bool,
@@ -47,8 +44,7 @@ pub struct LogitsArgs {
 /// # Errors
 /// Usage: bad flags, model directory, or tokens; runtime: a model failure.
 pub fn run(args: &LogitsArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let backend = model::backend(args.backend.as_deref())?;
-    let precision = model::precision(&args.precision, backend)?;
+    let (backend, precision) = args.load.resolve()?;
     let files = model::open_files(Some(&args.model))?;
     let tokens = model::prompt_tokens(&files, args.prompt.as_deref(), args.tokens.as_deref())?;
     let context = files.dir.context_len();

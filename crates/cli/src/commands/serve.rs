@@ -76,12 +76,9 @@ pub struct ServeArgs {
     /// generation_config.json, else "top_k(40) | top_p(0.95) | min_p(0.05) | temp(0.8)")
     #[arg(long, short = 's', value_name = "PIPELINE")]
     pub sampler: Option<String>,
-    /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
-    #[arg(long, value_name = "NAME")]
-    pub backend: Option<String>,
-    /// `--dtype` and `--kv-cache`.
+    /// `--backend`, `--dtype` and `--kv-cache`.
     #[command(flatten)]
-    pub precision: model::PrecisionArgs,
+    pub load: model::LoadArgs,
     /// Require `Authorization: Bearer KEY` on every route but /health and /metrics (see also
     /// --api-key-file and SIEVE_API_KEY, which `ps` does not show)
     #[arg(long = "api-key", value_name = "KEY")]
@@ -211,8 +208,7 @@ fn init_log(format: LogFormat) {
 /// Usage: bad flags, model directory or pipeline; runtime: the address cannot be bound, the
 /// model does not load.
 pub fn run(args: &ServeArgs, registry: Registry) -> Result<(), Failure> {
-    let backend = model::backend(args.backend.as_deref())?;
-    let precision = model::precision(&args.precision, backend)?;
+    let (backend, precision) = args.load.resolve()?;
     // `--sampler` is parsed once, here, before anything slow.
     let written = match &args.sampler {
         Some(text) => Some(pipeline::check(text, &registry)?),

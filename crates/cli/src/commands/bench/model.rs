@@ -42,12 +42,9 @@ pub struct BenchModelArgs {
     /// Prefills repeated after the first (warm), reported as their median
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub prefills: usize,
-    /// ndarray, flex or cuda
-    #[arg(long, value_name = "NAME")]
-    pub backend: Option<String>,
-    /// `--dtype` and `--kv-cache`.
+    /// `--backend`, `--dtype` and `--kv-cache`.
     #[command(flatten)]
-    pub precision: model::PrecisionArgs,
+    pub load: model::LoadArgs,
     /// Threads the model computes on and the bandwidth is measured with (default: one per core)
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -174,8 +171,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             .map_err(|e| Failure::usage(format!("--batch: {e}")))?,
         None => Vec::new(),
     };
-    let backend = model::backend(args.backend.as_deref())?;
-    let precision = model::precision(&args.precision, backend)?;
+    let (backend, precision) = args.load.resolve()?;
     model::threads(args.threads)?;
     let files = model::open_files(Some(&args.model))?;
     let draft_tokens = match (&args.draft, args.lookup) {

@@ -63,12 +63,9 @@ pub struct CompareArgs {
     /// Most tokens per continuation
     #[arg(long = "max-tokens", short = 'n', default_value_t = DEFAULT_MAX_TOKENS, value_name = "N")]
     pub max_tokens: usize,
-    /// ndarray, flex or cuda
-    #[arg(long, value_name = "NAME")]
-    pub backend: Option<String>,
-    /// `--dtype` and `--kv-cache`.
+    /// `--backend`, `--dtype` and `--kv-cache`.
     #[command(flatten)]
-    pub precision: model::PrecisionArgs,
+    pub load: model::LoadArgs,
     /// Print the report as JSON instead of a table
     #[arg(long)]
     pub json: bool,
@@ -144,8 +141,7 @@ pub fn run(
     registry: &Registry,
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
-    let backend = model::backend(args.backend.as_deref())?;
-    let precision = model::precision(&args.precision, backend)?;
+    let (backend, precision) = args.load.resolve()?;
     for text in &args.sampler {
         pipeline::check(text, registry)?;
     }

@@ -82,12 +82,9 @@ pub struct GenerateArgs {
     /// the text as written
     #[arg(long)]
     pub special: bool,
-    /// ndarray, flex or cuda (cuda needs the `cuda` build feature and a GPU)
-    #[arg(long, value_name = "NAME")]
-    pub backend: Option<String>,
-    /// `--dtype` and `--kv-cache`.
+    /// `--backend`, `--dtype` and `--kv-cache`.
     #[command(flatten)]
-    pub precision: model::PrecisionArgs,
+    pub load: model::LoadArgs,
     /// Threads the model computes on (default: one per core); the output does not depend on it
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -139,8 +136,7 @@ pub struct GenerateArgs {
 /// Usage: bad flags, model directory or pipeline, a prompt longer than the context; runtime:
 /// a model or stage failure.
 pub fn run(args: &GenerateArgs, registry: &Registry, out: &mut dyn Write) -> Result<(), Failure> {
-    let backend = model::backend(args.backend.as_deref())?;
-    let precision = model::precision(&args.precision, backend)?;
+    let (backend, precision) = args.load.resolve()?;
     model::threads(args.threads)?;
     // The one parse of the pipeline: `--sampler` before anything slow, else the default.
     let written = match &args.sampler {
