@@ -6,6 +6,15 @@
 //! parts, a degree-5 polynomial, the exponent put in by bits) in plain `f32` arithmetic that
 //! Rust never fuses or reorders, so the compiler may run it 8 or 16 lanes wide with the same
 //! result per element. Its error is within 2 ulp of the exact value on its whole range.
+//!
+//! This is the model's `exp`; the sampler's is `sieve_core::math::exp`, with the same Cephes
+//! polynomial but another purpose, so neither replaces the other: the model's carries NaN
+//! through (a broken checkpoint must come out as NaN logits, which the engine reports as the
+//! model's fault, rather than as silently dropped attention keys) and covers the whole `f32`
+//! range (SiLU takes `e^-x` of any activation); the sampler's reads sanitized logits only,
+//! maps NaN to 0, and clamps at 88.3 because its exponents are never positive. They also
+//! round the exponent `n` differently at ties (`floor(x·log₂e + ½)` here, round-to-even
+//! there), so sharing one would change bits on one side.
 
 /// Largest argument whose exponential is finite (`ln(f32::MAX)`, rounded down).
 const MAX_ARG: f32 = 88.722_83;

@@ -1,5 +1,10 @@
 //! `e^x` for `f32`: the one accurate `exp` of the sampler math (the fast weights of
-//! `weights.rs` build `2^t` from the same exponent trick with a shorter polynomial).
+//! `weights.rs` build `2^t` from the same exponent trick with a shorter polynomial, for
+//! estimates whose error is bounded and never decides alone).
+//!
+//! The model has its own (`sieve_kernels::math::exp`, the same Cephes polynomial): it must
+//! carry NaN through and cover the whole `f32` range, where this one reads sanitized logits,
+//! maps NaN to 0 and clamps at 88.3; see that module for why the two are not shared.
 
 /// `1.5 · 2^23`: adding it to a float of magnitude below `2^22` rounds that to an integer `n`,
 /// which then sits in the low bits of the sum; the low 9 bits of the sum's own bits are zero,
