@@ -6,10 +6,10 @@
 
 use sieve_core::Registry;
 use sieve_dsl::{Parsed, PipelineSource, PipelineSpec};
-use sieve_text::sampling::{self, Fields, FieldsError, OutputFormat};
+use sieve_text::sampling::{self, FieldsError};
 use sieve_text::GenerationConfig;
 
-use crate::openai::fields::{ResponseFormat, SamplerField, SamplingFields};
+use crate::openai::fields::{SamplerField, SamplingFields};
 use crate::{Error, Result};
 
 /// The pipeline a request runs when it sets no sampling field, and the generation
@@ -87,11 +87,10 @@ pub fn choose<'a>(
         }
         None => {}
     }
-    let neutral = neutral(fields);
-    if !neutral.sets_any() {
+    if !fields.fields.sets_any() {
         return Ok(Chosen::Default(&defaults.pipeline));
     }
-    match sampling::from_fields(&neutral, &defaults.generation, registry) {
+    match sampling::from_fields(&fields.fields, &defaults.generation, registry) {
         Ok(spec) => Ok(Chosen::Stages(spec)),
         Err(FieldsError::Field { field, message }) => Err(Error::field(field, message)),
         Err(FieldsError::Pipeline(e)) => Err(Error::BadRequest {
@@ -105,80 +104,13 @@ pub fn choose<'a>(
 
 /// Whether the request sets any sampling field (else it runs the server's default pipeline).
 pub fn sets_any(f: &SamplingFields) -> bool {
-    f.sampler.is_some() || neutral(f).sets_any()
-}
-
-/// The request's sampling fields other than `sampler`, without the transport.
-fn neutral(f: &SamplingFields) -> Fields {
-    let SamplingFields {
-        sampler: _,
-        temperature,
-        dynatemp_range,
-        dynatemp_exponent,
-        top_p,
-        top_k,
-        min_p,
-        typical_p,
-        min_keep,
-        frequency_penalty,
-        presence_penalty,
-        repetition_penalty,
-        repeat_penalty,
-        repeat_last_n,
-        logit_bias,
-        xtc_threshold,
-        xtc_probability,
-        dry_multiplier,
-        dry_base,
-        dry_allowed_length,
-        dry_penalty_last_n,
-        dry_sequence_breakers,
-        top_n_sigma,
-        mirostat,
-        mirostat_tau,
-        mirostat_eta,
-        response_format,
-    } = f.clone();
-    let object = || serde_json::json!({"type": "object"});
-    Fields {
-        temperature,
-        dynatemp_range,
-        dynatemp_exponent,
-        top_p,
-        top_k,
-        min_p,
-        typical_p,
-        min_keep,
-        frequency_penalty,
-        presence_penalty,
-        repetition_penalty,
-        repeat_penalty,
-        repeat_last_n,
-        logit_bias,
-        xtc_threshold,
-        xtc_probability,
-        dry_multiplier,
-        dry_base,
-        dry_allowed_length,
-        dry_penalty_last_n,
-        dry_sequence_breakers,
-        top_n_sigma,
-        mirostat,
-        mirostat_tau,
-        mirostat_eta,
-        response_format: response_format.map(|format| match format {
-            ResponseFormat::Text => OutputFormat::Text,
-            ResponseFormat::JsonObject => OutputFormat::Json(object()),
-            ResponseFormat::JsonSchema { json_schema } => {
-                OutputFormat::Json(json_schema.schema.unwrap_or_else(object))
-            }
-        }),
-    }
+    f.sampler.is_some() || f.fields.sets_any()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::JsonBody;
 
     fn defaults(registry: &Registry) -> Defaults {
         Defaults {
@@ -190,7 +122,7 @@ mod tests {
     /// The canonical text of the pipeline the request `json` chooses.
     fn text(json: serde_json::Value) -> Result<String> {
         let registry = sieve_samplers::builtin_registry();
-        let fields: SamplingFields = serde_json::from_value(json).unwrap();
+        let fields = SamplingFields::from_body(&JsonBody(json)).unwrap();
         let defaults = defaults(&registry);
         Ok(choose(&fields, &defaults, &registry)?.spec().to_string())
     }
@@ -279,8 +211,8 @@ mod tests {
         let mut d = defaults(&registry);
         d.generation.temperature = Some(0.6);
         d.generation.top_p = Some(0.9);
-        let fields: SamplingFields =
-            serde_json::from_value(serde_json::json!({"top_k": 10})).unwrap();
+        let fields =
+            SamplingFields::from_body(&JsonBody(serde_json::json!({"top_k": 10}))).unwrap();
         assert_eq!(
             choose(&fields, &d, &registry).unwrap().spec().to_string(),
             canonical("temp(0.6) | top_k(10) | top_p(0.9, min_keep=1) | dist")

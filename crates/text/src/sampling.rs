@@ -46,6 +46,7 @@ use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::Deserialize;
 use sieve_core::{Registry, Value};
 use sieve_dsl::{Diagnostic, Parsed, PipelineSource, PipelineSpec, SourceError, StageSpec};
 
@@ -125,8 +126,11 @@ pub fn random_seed() -> u64 {
     hasher.finish() >> 11
 }
 
-/// What a request's `response_format` asks of the output.
-#[derive(Debug, Clone, PartialEq)]
+/// What a request's `response_format` asks of the output. Read from OpenAI's shape:
+/// `{"type": "text"}`, `{"type": "json_object"}` or `{"type": "json_schema", "json_schema":
+/// {"name", "schema"}}` (a missing schema is any object).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "ResponseFormat")]
 pub enum OutputFormat {
     /// `{"type": "text"}`: no constraint.
     Text,
@@ -135,10 +139,48 @@ pub enum OutputFormat {
     Json(serde_json::Value),
 }
 
+/// `response_format` as OpenAI's clients send it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponseFormat {
+    /// No constraint.
+    Text,
+    /// Any JSON object.
+    JsonObject,
+    /// JSON matching a schema.
+    JsonSchema {
+        /// `{"name", "schema", "strict"}`.
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// The `json_schema` of a `response_format` (its `name` and `strict` are not used).
+#[derive(Debug, Clone, Deserialize)]
+struct JsonSchemaFormat {
+    /// The JSON schema.
+    #[serde(default)]
+    schema: Option<serde_json::Value>,
+}
+
+impl From<ResponseFormat> for OutputFormat {
+    fn from(format: ResponseFormat) -> Self {
+        let object = || serde_json::json!({"type": "object"});
+        match format {
+            ResponseFormat::Text => OutputFormat::Text,
+            ResponseFormat::JsonObject => OutputFormat::Json(object()),
+            ResponseFormat::JsonSchema { json_schema } => {
+                OutputFormat::Json(json_schema.schema.unwrap_or_else(object))
+            }
+        }
+    }
+}
+
 /// The sampling fields of an OpenAI-style request (OpenAI's and the usual extras of vLLM and
 /// llama.cpp), without the transport: what [`from_fields`] turns into a pipeline. Each field
 /// is named as in the request; see the [module](self) docs for the stage each one makes.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Deserializes from a request body (unknown fields ignored, missing ones `None`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct Fields {
     /// `temp(t)`; 0 selects greedily.
     pub temperature: Option<f64>,

@@ -34,10 +34,9 @@ pub struct ChoiceOutput {
 pub async fn collect(mut submitted: Submitted) -> Result<(Meta, Vec<ChoiceOutput>)> {
     let mut out = vec![ChoiceOutput::default(); submitted.meta.n];
     while !submitted.progress.done() {
-        let Some(event) = submitted.events.recv().await else {
+        let Some(event) = submitted.next_event().await else {
             return Err(Error::Generation("the scheduler stopped".to_string()));
         };
-        submitted.progress.see(&event);
         match event {
             Event::Token {
                 choice,
@@ -137,12 +136,11 @@ impl<C: Chunks> StreamState<C> {
         if self.offsets.is_empty() {
             self.offsets = vec![0; meta.n];
         }
-        let Some(event) = self.submitted.events.recv().await else {
+        let Some(event) = self.submitted.next_event().await else {
             self.ended = true;
             let e = Error::Generation("the scheduler stopped".to_string());
             return vec![data(&error_json(&e)), done()];
         };
-        self.submitted.progress.see(&event);
         let meta = &self.submitted.meta;
         let mut out = Vec::new();
         match event {

@@ -58,6 +58,16 @@ pub struct Meta {
     pub include_usage: bool,
 }
 
+impl Submitted {
+    /// The request's next event, seen by its bookkeeping first; `None` when the scheduler
+    /// stopped.
+    pub(super) async fn next_event(&mut self) -> Option<Event> {
+        let event = self.events.recv().await?;
+        self.progress.see(&event);
+        Some(event)
+    }
+}
+
 impl Meta {
     /// The envelope of a whole response of `object` around `choices`: usage, pipeline and
     /// seed included.
@@ -98,7 +108,7 @@ pub struct Submitted {
     pub meta: Meta,
     // Dropped before `events`, so a cancellation is counted before the scheduler can see it.
     pub(super) progress: Progress,
-    pub(super) events: UnboundedReceiver<Event>,
+    events: UnboundedReceiver<Event>,
 }
 
 /// Hands `prepared` to the scheduler: one scheduler request per prompt, their events into

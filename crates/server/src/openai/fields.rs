@@ -4,71 +4,42 @@
 //!
 //! Unknown fields are ignored, as OpenAI clients send fields of their own.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
+use sieve_text::sampling::Fields;
+
+use crate::body::JsonBody;
 
 /// OpenAI's fields and the usual extras of vLLM and llama.cpp that choose how tokens are
-/// sampled. `sampler` (a sieve pipeline) overrides every other one.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+/// sampled: `sampler` (a sieve pipeline), which overrides every other one, and the others as
+/// `sieve_text::sampling` reads them.
+#[derive(Debug, Clone, Default)]
 pub struct SamplingFields {
     /// A sieve pipeline, e.g. `"penalty(1.1) | temp(0.7) | top_k(40)"` (or a list of stage
     /// objects, `[{"stage": "top_k", "k": 40}]`): overrides every other sampling field.
     pub sampler: Option<SamplerField>,
-    /// `temp(t)`; 0 selects greedily.
-    pub temperature: Option<f64>,
-    /// llama.cpp's dynamic temperature: `temp(range=…)`.
-    pub dynatemp_range: Option<f64>,
-    /// llama.cpp's dynamic temperature: `temp(exponent=…)`.
-    pub dynatemp_exponent: Option<f64>,
-    /// `top_p(p)`; 1 is off.
-    pub top_p: Option<f64>,
-    /// `top_k(k)`; 0 and -1 are off.
-    pub top_k: Option<i64>,
-    /// `min_p(p)`; 0 is off.
-    pub min_p: Option<f64>,
-    /// `typical(p)`; 1 is off.
-    pub typical_p: Option<f64>,
-    /// The `min_keep` of `top_p`, `min_p`, `typical` and `xtc`.
-    pub min_keep: Option<u32>,
-    /// `penalty(frequency=…)`.
-    pub frequency_penalty: Option<f64>,
-    /// `penalty(presence=…)`.
-    pub presence_penalty: Option<f64>,
-    /// `penalty(repeat=…)` (transformers' and vLLM's name).
-    pub repetition_penalty: Option<f64>,
-    /// `penalty(repeat=…)` (llama.cpp's name).
-    pub repeat_penalty: Option<f64>,
-    /// `penalty(last_n=…)`: the window of the penalties; -1 is the whole history.
-    pub repeat_last_n: Option<i64>,
-    /// `logit_bias({id: bias})`: token id (as a string) → bias in [-100, 100].
-    pub logit_bias: Option<BTreeMap<String, f64>>,
-    /// `xtc(threshold=…)`.
-    pub xtc_threshold: Option<f64>,
-    /// `xtc(probability=…)`; 0 is off.
-    pub xtc_probability: Option<f64>,
-    /// `dry(multiplier=…)` (the `dry` plugin); 0 is off.
-    pub dry_multiplier: Option<f64>,
-    /// `dry(base=…)`.
-    pub dry_base: Option<f64>,
-    /// `dry(allowed_length=…)`.
-    pub dry_allowed_length: Option<u32>,
-    /// `dry(last_n=…)`; -1 is the whole history.
-    pub dry_penalty_last_n: Option<i64>,
-    /// `dry(breakers=[…])`.
-    pub dry_sequence_breakers: Option<Vec<String>>,
-    /// `top_n_sigma(n)` (the `top_n_sigma` plugin).
-    pub top_n_sigma: Option<f64>,
-    /// 1: `mirostat(tau, eta)`, 2: `mirostat_v2(tau, eta)` as the selector; 0 is off.
-    pub mirostat: Option<u8>,
-    /// Mirostat's target surprise τ.
-    pub mirostat_tau: Option<f64>,
-    /// Mirostat's learning rate η.
-    pub mirostat_eta: Option<f64>,
-    /// `{"type": "json_object"}` or `{"type": "json_schema", "json_schema": {"schema": …}}`
-    /// through the `grammar` plugin; `{"type": "text"}` is no constraint.
-    pub response_format: Option<ResponseFormat>,
+    /// Every other sampling field (`temperature`, `top_p`, …, `response_format`).
+    pub fields: Fields,
+}
+
+/// The `sampler` field alone.
+#[derive(Deserialize)]
+struct Sampler {
+    #[serde(default)]
+    sampler: Option<SamplerField>,
+}
+
+impl SamplingFields {
+    /// The sampling fields of `body`, each read on its own so that a value of the wrong type
+    /// is reported with its field's name (a flattened struct would lose it).
+    ///
+    /// # Errors
+    /// [`crate::Error::BadRequest`] naming the field whose value has the wrong type.
+    pub fn from_body(body: &JsonBody) -> crate::Result<Self> {
+        Ok(SamplingFields {
+            sampler: body.fields::<Sampler>()?.sampler,
+            fields: body.fields()?,
+        })
+    }
 }
 
 /// `sampler`: pipeline text, or the list form of a pipeline (`sieve_dsl::PipelineSource`).
@@ -79,32 +50,6 @@ pub enum SamplerField {
     Text(String),
     /// `[{"stage": "top_k", "k": 40}, {"stage": "temp", "t": 0.7}]`.
     Stages(Vec<serde_json::Value>),
-}
-
-/// `response_format`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ResponseFormat {
-    /// No constraint.
-    Text,
-    /// Any JSON object.
-    JsonObject,
-    /// JSON matching a schema.
-    JsonSchema {
-        /// `{"name", "schema", "strict"}`.
-        json_schema: JsonSchemaFormat,
-    },
-}
-
-/// The `json_schema` of a `response_format`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct JsonSchemaFormat {
-    /// The schema's name (unused).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The JSON schema.
-    #[serde(default)]
-    pub schema: Option<serde_json::Value>,
 }
 
 /// `stop`: one string or a list.

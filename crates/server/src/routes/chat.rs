@@ -24,12 +24,13 @@ use crate::openai::chat::{
     Delta, FunctionCall, TokenLogprob, ToolCallOut, TopLogprob,
 };
 use crate::openai::common::{finish_reason, finite, Usage};
-use crate::openai::fields::{JsonSchemaFormat, OutputFields, ResponseFormat, SamplingFields};
+use crate::openai::fields::{OutputFields, SamplingFields};
 use crate::sampling::Stages;
 use crate::state::AppState;
 use crate::tool_choice::ToolChoice;
 use crate::tools::{self, Holdback, Split, ToolFormat};
 use crate::{Error, Result};
+use sieve_text::sampling::OutputFormat;
 
 /// `POST /v1/chat/completions`.
 ///
@@ -109,7 +110,7 @@ fn prepare_request(
     body: &JsonBody,
 ) -> Result<(Prepared, bool, Option<ToolFormat>)> {
     let output: OutputFields = body.fields()?;
-    let mut sampling: SamplingFields = body.fields()?;
+    let mut sampling = SamplingFields::from_body(body)?;
     let own: ChatFields = body.fields()?;
     let logprobs = match (own.logprobs, own.top_logprobs) {
         (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),
@@ -163,7 +164,10 @@ fn tool_format(
                  replaces: leave `sampler` out, or put grammar(json_schema=…) in it yourself",
             );
         }
-        if !matches!(sampling.response_format, None | Some(ResponseFormat::Text)) {
+        if !matches!(
+            sampling.fields.response_format,
+            None | Some(OutputFormat::Text)
+        ) {
             return refuse("already makes the answer JSON: leave `response_format` out");
         }
         if !state.registry.has("grammar") {
@@ -172,12 +176,7 @@ fn tool_format(
                  --plugin PATH to the grammar plugin)",
             );
         }
-        sampling.response_format = Some(ResponseFormat::JsonSchema {
-            json_schema: JsonSchemaFormat {
-                name: Some("tool_call".into()),
-                schema: Some(schema),
-            },
-        });
+        sampling.fields.response_format = Some(OutputFormat::Json(schema));
         return Ok(Some(ToolFormat::Json));
     }
     if offered.is_empty() || choice == ToolChoice::None {

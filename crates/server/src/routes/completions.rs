@@ -80,7 +80,7 @@ pub async fn completions(
 /// whether it asks for log-probabilities.
 fn prepare_request(state: &AppState, body: &JsonBody) -> Result<(Prepared, bool)> {
     let output: OutputFields = body.fields()?;
-    let sampling: SamplingFields = body.fields()?;
+    let sampling = SamplingFields::from_body(body)?;
     let own: CompletionFields = body.fields()?;
     if own.echo == Some(true) {
         return Err(Error::field("echo", "`echo` is not supported"));
