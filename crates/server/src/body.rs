@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::quoted;
+use crate::openai::fields::{SamplerOnly, SamplingFields};
 use crate::state::AppState;
 use crate::{Error, Result};
 
@@ -74,6 +75,18 @@ pub fn require_json(headers: &HeaderMap) -> Result<()> {
 }
 
 impl JsonBody {
+    /// The sampling fields, `sampler` and the others each read on their own so that a value
+    /// of the wrong type is reported with its field's name (a flattened struct would lose it).
+    ///
+    /// # Errors
+    /// [`Error::BadRequest`] naming the field whose value has the wrong type.
+    pub fn sampling(&self) -> Result<SamplingFields> {
+        Ok(SamplingFields {
+            sampler: self.fields::<SamplerOnly>()?.sampler,
+            fields: self.fields()?,
+        })
+    }
+
     /// The fields of `T` (unknown fields ignored).
     ///
     /// # Errors

@@ -122,7 +122,7 @@ mod tests {
     /// The canonical text of the pipeline the request `json` chooses.
     fn text(json: serde_json::Value) -> Result<String> {
         let registry = sieve_samplers::builtin_registry();
-        let fields = SamplingFields::from_body(&JsonBody(json)).unwrap();
+        let fields = JsonBody(json).sampling().unwrap();
         let defaults = defaults(&registry);
         Ok(choose(&fields, &defaults, &registry)?.spec().to_string())
     }
@@ -211,8 +211,9 @@ mod tests {
         let mut d = defaults(&registry);
         d.generation.temperature = Some(0.6);
         d.generation.top_p = Some(0.9);
-        let fields =
-            SamplingFields::from_body(&JsonBody(serde_json::json!({"top_k": 10}))).unwrap();
+        let fields = JsonBody(serde_json::json!({"top_k": 10}))
+            .sampling()
+            .unwrap();
         assert_eq!(
             choose(&fields, &d, &registry).unwrap().spec().to_string(),
             canonical("temp(0.6) | top_k(10) | top_p(0.9, min_keep=1) | dist")

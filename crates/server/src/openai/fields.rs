@@ -7,8 +7,6 @@
 use serde::Deserialize;
 use sieve_text::sampling::Fields;
 
-use crate::body::JsonBody;
-
 /// OpenAI's fields and the usual extras of vLLM and llama.cpp that choose how tokens are
 /// sampled: `sampler` (a sieve pipeline), which overrides every other one, and the others as
 /// `sieve_text::sampling` reads them.
@@ -21,25 +19,12 @@ pub struct SamplingFields {
     pub fields: Fields,
 }
 
-/// The `sampler` field alone.
-#[derive(Deserialize)]
-struct Sampler {
+/// The `sampler` field alone (read apart from the others: see `JsonBody::sampling`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SamplerOnly {
+    /// As [`SamplingFields::sampler`].
     #[serde(default)]
-    sampler: Option<SamplerField>,
-}
-
-impl SamplingFields {
-    /// The sampling fields of `body`, each read on its own so that a value of the wrong type
-    /// is reported with its field's name (a flattened struct would lose it).
-    ///
-    /// # Errors
-    /// [`crate::Error::BadRequest`] naming the field whose value has the wrong type.
-    pub fn from_body(body: &JsonBody) -> crate::Result<Self> {
-        Ok(SamplingFields {
-            sampler: body.fields::<Sampler>()?.sampler,
-            fields: body.fields()?,
-        })
-    }
+    pub sampler: Option<SamplerField>,
 }
 
 /// `sampler`: pipeline text, or the list form of a pipeline (`sieve_dsl::PipelineSource`).

@@ -110,7 +110,7 @@ fn prepare_request(
     body: &JsonBody,
 ) -> Result<(Prepared, bool, Option<ToolFormat>)> {
     let output: OutputFields = body.fields()?;
-    let mut sampling = SamplingFields::from_body(body)?;
+    let mut sampling = body.sampling()?;
     let own: ChatFields = body.fields()?;
     let logprobs = match (own.logprobs, own.top_logprobs) {
         (Some(true), top) => Some(("top_logprobs", top.unwrap_or(0))),

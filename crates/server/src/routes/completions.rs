@@ -22,7 +22,7 @@ use crate::openai::common::{finish_reason, finite, Usage};
 use crate::openai::completions::{
     Completion, CompletionChoice, CompletionFields, CompletionLogprobs, Prompt,
 };
-use crate::openai::fields::{OutputFields, SamplingFields};
+use crate::openai::fields::OutputFields;
 use crate::state::AppState;
 use crate::{Error, Result};
 
@@ -80,7 +80,7 @@ pub async fn completions(
 /// whether it asks for log-probabilities.
 fn prepare_request(state: &AppState, body: &JsonBody) -> Result<(Prepared, bool)> {
     let output: OutputFields = body.fields()?;
-    let sampling = SamplingFields::from_body(body)?;
+    let sampling = body.sampling()?;
     let own: CompletionFields = body.fields()?;
     if own.echo == Some(true) {
         return Err(Error::field("echo", "`echo` is not supported"));
