@@ -1,0 +1,174 @@
+//! A bounds-checked little-endian reader over the file's bytes: every read checks that the
+//! bytes are there, every count is checked against what is left before anything is
+//! allocated for it.
+
+use std::path::Path;
+
+use crate::value::{Value, ValueType};
+use crate::{Error, Result};
+
+/// How deep arrays may nest (real files nest at most once); deeper is refused rather than
+/// recursed into.
+pub(crate) const MAX_ARRAY_DEPTH: usize = 8;
+
+/// Reads the bytes of one file from a position.
+pub(crate) struct Cursor<'a> {
+    path: &'a Path,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A reader at the start of `bytes` (the contents of `path`).
+    pub(crate) fn new(path: &'a Path, bytes: &'a [u8]) -> Self {
+        Cursor {
+            path,
+            bytes,
+            pos: 0,
+        }
+    }
+
+    /// The current byte offset.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left after the current position.
+    pub(crate) fn remaining(&self) -> u64 {
+        (self.bytes.len() - self.pos) as u64
+    }
+
+    /// A [`Error::Malformed`] about `what` at the current position.
+    pub(crate) fn malformed(&self, what: &dyn Fn() -> String, message: String) -> Error {
+        Error::Malformed {
+            path: self.path.to_path_buf(),
+            what: what(),
+            offset: self.pos as u64,
+            message,
+        }
+    }
+
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: u64, what: &dyn Fn() -> String) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(self.malformed(
+                what,
+                format!(
+                    "needs {n} bytes, past the end of the file ({} left)",
+                    self.remaining()
+                ),
+            ));
+        }
+        let start = self.pos;
+        self.pos += n as usize;
+        Ok(&self.bytes[start..self.pos])
+    }
+
+    fn array<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<[u8; N]> {
+        let b = self.take(N as u64, what)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(b);
+        Ok(out)
+    }
+
+    /// A `u32`.
+    pub(crate) fn u32(&mut self, what: &dyn Fn() -> String) -> Result<u32> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    /// A `u64`.
+    pub(crate) fn u64(&mut self, what: &dyn Fn() -> String) -> Result<u64> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    /// A count of items taking at least `min_bytes` each, checked against the bytes left, so
+    /// that allocating room for that many items is proportional to the file.
+    pub(crate) fn count(&mut self, min_bytes: u64, what: &dyn Fn() -> String) -> Result<usize> {
+        let n = self.u64(what)?;
+        let need = n.checked_mul(min_bytes);
+        if need.is_none_or(|need| need > self.remaining()) {
+            return Err(self.malformed(
+                what,
+                format!(
+                    "count {n} past the end of the file: {n} items of at least {min_bytes} bytes, {} bytes left",
+                    self.remaining()
+                ),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    /// A GGUF string: a `u64` length and UTF-8 bytes.
+    pub(crate) fn string(&mut self, what: &dyn Fn() -> String) -> Result<String> {
+        let len = self.u64(what)?;
+        if len > self.remaining() {
+            return Err(self.malformed(
+                what,
+                format!(
+                    "string length {len} past the end of the file ({} bytes left)",
+                    self.remaining()
+                ),
+            ));
+        }
+        let start = self.pos;
+        let bytes = self.take(len, what)?;
+        String::from_utf8(bytes.to_vec()).map_err(|e| Error::Malformed {
+            path: self.path.to_path_buf(),
+            what: what(),
+            offset: start as u64,
+            message: format!("string is not UTF-8 ({e})"),
+        })
+    }
+
+    /// A value type id.
+    pub(crate) fn value_type(&mut self, what: &dyn Fn() -> String) -> Result<ValueType> {
+        let id = self.u32(what)?;
+        ValueType::from_id(id)
+            .ok_or_else(|| self.malformed(what, format!("unknown value type {id} (0 to 12 exist)")))
+    }
+
+    /// One value of type `t`, arrays nested at most [`MAX_ARRAY_DEPTH`] deep.
+    pub(crate) fn value(
+        &mut self,
+        t: ValueType,
+        depth: usize,
+        what: &dyn Fn() -> String,
+    ) -> Result<Value> {
+        Ok(match t {
+            ValueType::U8 => Value::U8(self.array::<1>(what)?[0]),
+            ValueType::I8 => Value::I8(i8::from_le_bytes(self.array(what)?)),
+            ValueType::U16 => Value::U16(u16::from_le_bytes(self.array(what)?)),
+            ValueType::I16 => Value::I16(i16::from_le_bytes(self.array(what)?)),
+            ValueType::U32 => Value::U32(self.u32(what)?),
+            ValueType::I32 => Value::I32(i32::from_le_bytes(self.array(what)?)),
+            ValueType::U64 => Value::U64(self.u64(what)?),
+            ValueType::I64 => Value::I64(i64::from_le_bytes(self.array(what)?)),
+            ValueType::F32 => Value::F32(f32::from_le_bytes(self.array(what)?)),
+            ValueType::F64 => Value::F64(f64::from_le_bytes(self.array(what)?)),
+            ValueType::Bool => match self.array::<1>(what)?[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => {
+                    self.pos -= 1;
+                    return Err(self.malformed(what, format!("bool byte {b}, expected 0 or 1")));
+                }
+            },
+            ValueType::String => Value::String(self.string(what)?),
+            ValueType::Array => {
+                if depth >= MAX_ARRAY_DEPTH {
+                    return Err(self.malformed(
+                        what,
+                        format!("arrays nested more than {MAX_ARRAY_DEPTH} deep"),
+                    ));
+                }
+                let elem = self.value_type(what)?;
+                let n = self.count(elem.min_bytes(), what)?;
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(self.value(elem, depth + 1, what)?);
+                }
+                Value::Array(elem, items)
+            }
+        })
+    }
+}
