@@ -35,6 +35,55 @@ pub enum Error {
         /// Length of the storage.
         len: usize,
     },
+    /// A name that is no [`crate::quant::QuantType`].
+    #[error("unknown quantization type `{name}` (expected one of q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k)")]
+    UnknownQuantType {
+        /// The text given.
+        name: String,
+    },
+    /// A quantized weight's row length is not a whole number of blocks.
+    #[error("a {ty} weight needs rows of a multiple of {block_len} elements, got k = {k}")]
+    QuantWidth {
+        /// The block type.
+        ty: crate::quant::QuantType,
+        /// Its block length.
+        block_len: usize,
+        /// The row length given.
+        k: usize,
+    },
+    /// The byte slice does not hold exactly the `n * k / block_len` blocks of a quantized
+    /// weight.
+    #[error("a [{n}, {k}] {ty} weight needs {expected} bytes, got {actual}")]
+    QuantLength {
+        /// Rows (outputs).
+        n: usize,
+        /// Columns (inputs).
+        k: usize,
+        /// The block type.
+        ty: crate::quant::QuantType,
+        /// `n * (k / block_len) * block_bytes`.
+        expected: usize,
+        /// The length given.
+        actual: usize,
+    },
+    /// A block type this build cannot compute with yet.
+    #[error("{ty} weights are not supported yet")]
+    QuantUnsupported {
+        /// The block type.
+        ty: crate::quant::QuantType,
+    },
+    /// A value to quantize is not finite (GGML's block formats cannot hold it).
+    #[error("cannot quantize to {ty}: element {index} of row {row} is {value}")]
+    QuantNotFinite {
+        /// The block type.
+        ty: crate::quant::QuantType,
+        /// The row.
+        row: usize,
+        /// The element within the row.
+        index: usize,
+        /// The value.
+        value: f32,
+    },
     /// Rayon could not build the global pool (for example because it already exists).
     #[error("could not set up the thread pool: {0}")]
     ThreadPool(#[from] rayon::ThreadPoolBuildError),

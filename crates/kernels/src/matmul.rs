@@ -134,6 +134,12 @@ unsafe fn product(
     if m == 0 {
         return;
     }
+    // The quantized driver lands next; until then a quantized weight is refused loudly
+    // rather than misread as floats.
+    assert!(
+        jobs.iter().all(|(w, ..)| w.quant().is_none()),
+        "matmul_nt: quantized weights are not wired in yet"
+    );
     // Prefill reads every row once per group of weight columns: give it rows that start on
     // cache lines (one copy here, shared by all tasks, into a buffer this thread keeps; taken
     // out of its slot for the call, so a call nested in a task below would just make its
