@@ -57,6 +57,18 @@ pub enum Error {
         /// The tokenizers crate's message.
         message: String,
     },
+    /// The tokenizer metadata of a GGUF file (`tokenizer.ggml.*`) cannot be built into a
+    /// tokenizer: inconsistent (lengths, duplicate tokens, ids past the vocabulary, merges
+    /// naming unknown tokens) or naming a model or pre-tokenizer that is not supported.
+    #[error("{}: {key}: {message}", path.display())]
+    GgufTokenizer {
+        /// The GGUF file.
+        path: PathBuf,
+        /// The metadata key at fault (`tokenizer.ggml.merges`).
+        key: String,
+        /// What is wrong (names the index where there is one).
+        message: String,
+    },
     /// The model directory has no chat template (`chat_template.jinja` or
     /// `tokenizer_config.json`'s `chat_template`).
     #[error("{}: no chat template (neither chat_template.jinja nor a `chat_template` in tokenizer_config.json)", path.display())]
@@ -88,6 +100,7 @@ impl Error {
                 | Error::Json { .. }
                 | Error::InvalidConfig { .. }
                 | Error::Tokenizer { .. }
+                | Error::GgufTokenizer { .. }
         )
     }
 }

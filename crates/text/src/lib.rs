@@ -27,6 +27,8 @@
 //!   `sieve-backends` reads it);
 //! - [`generation_config`] reads [`GenerationConfig`], the model author's defaults;
 //! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`];
+//! - [`gguf_vocab`] builds the same [`Tokenizer`] from a GGUF file's tokenizer metadata
+//!   ([`GgufVocab`], read by the GGUF reader) with [`gguf_tokenizer`], giving llama.cpp's ids;
 //! - [`chat_template`] renders [`ChatTemplate`] as transformers' `apply_chat_template` does,
 //!   Python's `json.dumps` included;
 //! - [`sampling`] holds the defaults every front end shares: the pipeline a run gets when it
@@ -40,6 +42,7 @@ pub mod chat_template;
 mod error;
 pub mod files;
 pub mod generation_config;
+pub mod gguf_vocab;
 pub mod json;
 pub mod sampling;
 pub mod tokenizer;
@@ -47,6 +50,7 @@ pub mod tokenizer;
 pub use chat_template::{ChatTemplate, Message, CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE};
 pub use error::{Error, Result};
 pub use generation_config::GenerationConfig;
+pub use gguf_vocab::{gguf_tokenizer, GgufVocab};
 pub use json::ConfigJson;
 pub use tokenizer::Tokenizer;
 

@@ -66,18 +66,25 @@ impl Tokenizer {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
+        Ok(Self::from_tokenizers(path, inner))
+    }
+
+    /// Wraps a tokenizer built in code (from a GGUF file's metadata: see
+    /// [`crate::gguf_tokenizer`]); `path` names its source in errors. How token strings map to
+    /// bytes is read from its decoder, as for a `tokenizer.json`.
+    pub fn from_tokenizers(path: &Path, inner: tokenizers::Tokenizer) -> Self {
         let mapping = inner.get_decoder().map_or(ByteMapping::Plain, mapping_of);
         let added = inner
             .get_added_tokens_decoder()
             .into_iter()
             .map(|(id, t)| (id, t.content))
             .collect();
-        Ok(Tokenizer {
+        Tokenizer {
             inner,
             path: path.to_path_buf(),
             mapping,
             added,
-        })
+        }
     }
 
     /// The file this tokenizer came from (`tokenizer.json` when built from bytes by a
