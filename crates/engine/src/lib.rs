@@ -23,6 +23,8 @@
 //!   streamed text, shared by every generation mode;
 //! - [`parallel`]: [`generate_parallel`], K samples of one prompt decoded in one batch;
 //! - [`beam`]: [`beam_search`], transformers' beam search over forked sequences;
+//! - [`conversation`]: [`Conversation`], a model's KV cache kept between the turns of a chat
+//!   (only the new part of each prompt is prefilled);
 //! - [`detok`]: [`IncrementalDecoder`], UTF-8-safe incremental decoding;
 //! - [`stop`]: [`StopStrings`], matching and hold-back;
 //! - [`stats`]: [`GenerationStats`], [`FinishReason`], and the helpers every speed report
@@ -36,8 +38,9 @@
 //!   server's engine);
 //! - [`step`]: the decode step every mode shares: [`check_prompt`] (the one prompt check, for
 //!   the front ends too), [`load_row`] (a row of logits into candidates, with the length and
-//!   NaN checks) and [`Decoder`] (pipeline, accept, [`Emitter`]); the module's table says
-//!   which mode uses which part.
+//!   NaN checks), [`Decoder`] (pipeline, accept, [`Emitter`]) for the sampling modes and
+//!   [`Scorer`] (log-softmax, stages but the selector) for beam search; the module's table
+//!   says which mode uses which part.
 //!
 //! The model side (a Burn transformer, the Hugging Face loader) lives in `sieve-backends` and
 //! the text side (the tokenizer, chat templates) in `sieve-text`, which implement these traits;
@@ -49,6 +52,7 @@ pub mod batch;
 pub mod beam;
 pub mod bench;
 pub mod chi_square;
+pub mod conversation;
 pub mod detok;
 pub mod emit;
 mod error;
@@ -65,6 +69,7 @@ pub mod stop;
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
 pub use beam::{beam_search, BeamOptions, BeamSearch, EarlyStopping, Hypothesis};
 pub use bench::{time_batches, time_model, BatchPrompts, BatchTimings, ModelTimings};
+pub use conversation::{Conversation, Reusing};
 pub use detok::IncrementalDecoder;
 pub use emit::{Emitter, EndRules};
 pub use error::{BeamOptionsError, BoxError, Error, Result};
@@ -74,6 +79,6 @@ pub use parallel::generate_parallel;
 pub use scheduler::{Scheduler, SchedulerConfig};
 pub use speculative::{generate_speculative, Drafter, SpeculativeOptions, SpeculativeStats};
 pub use stats::{tokens_per_second, FinishReason, GenerationStats, Summary};
-pub use step::{check_prompt, check_row, load_row, Decoder, Sampled};
+pub use step::{check_prompt, check_row, load_row, log_softmax, Decoder, Sampled, Scorer};
 pub use step_stats::StepStats;
 pub use stop::{StopMatch, StopStrings};

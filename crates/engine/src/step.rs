@@ -6,8 +6,8 @@
 //! | part | [`generate()`](fn@crate::generate) | [`generate_parallel`](crate::generate_parallel) | scheduler | speculative | beam search |
 //! |---|---|---|---|---|---|
 //! | [`check_prompt`] | ✓ | ✓ | ✓ (submit and start) | ✓ | ✓ |
-//! | [`check_row`] / [`load_row`] | via [`Decoder`] | via [`Decoder`] | via [`Decoder`] | [`Decoder::load`] (target), [`load_row`] (draft) | [`check_row`] |
-//! | [`Decoder::sample`] (pipeline, accept) | ✓ | ✓ | ✓ | — (the selector's distribution) | — (scores) |
+//! | [`check_row`] / [`load_row`] | via [`Decoder`] | via [`Decoder`] | via [`Decoder`] | [`Decoder::load`] (target), [`load_row`] (draft) | via [`Scorer`] |
+//! | [`Decoder::sample`] (pipeline, accept) | ✓ | ✓ | ✓ | — (the selector's distribution) | [`Scorer::score`] (every token's score) |
 //! | [`Decoder::emit`] / [`Decoder::finish`] | ✓ | ✓ | ✓ | ✓ | — |
 //!
 //! Two modes do differently what the step's middle does:
@@ -16,12 +16,13 @@
 //!   includes the drafts before it), then asks the selector for its *distribution* instead
 //!   of one token and accepts or rejects drafts against it; the tokens it keeps go through
 //!   [`Decoder::emit`] as in every other mode;
-//! - **beam search** scores every continuation rather than sampling one token: each row is
-//!   checked with [`check_row`], turned into log-probabilities, transformed by the stages
-//!   (not selected) and ranked over all beams; hypotheses end on EOS or length, and their
-//!   text is decoded once at the end.
+//! - **beam search** scores every continuation rather than sampling one token: each row goes
+//!   through [`Scorer::score`] ([`check_row`], [`log_softmax`], the stages but the selector)
+//!   and the scores are ranked over all beams; hypotheses end on EOS or length, and their
+//!   text is decoded once at the end (a hypothesis may be dropped at any step, so nothing is
+//!   streamed through an [`Emitter`]).
 
-use sieve_core::{Candidates, Context, Pipeline, Vocab};
+use sieve_core::{math, Candidates, Context, Pipeline, Vocab};
 
 use crate::emit::{Emitter, EndRules};
 use crate::model::Detokenize;
@@ -213,6 +214,95 @@ impl<'f> Decoder<'f> {
     ) -> Result<(String, Vec<u32>, FinishReason)> {
         self.out.finish(detokenizer, finish, rules)
     }
+}
+
+/// The scoring step of beam search: where [`Decoder::sample`] picks one token, a [`Scorer`]
+/// turns a beam's row into the processed log-probability of *every* token.
+///
+/// [`Scorer::score`] checks the row ([`check_row`]: length, NaN), reads `+inf` as `f32::MAX`
+/// (as [`Candidates`] reads it), takes the [`log_softmax`], and runs every stage of the
+/// pipeline but its selector ([`Pipeline::transform`]) with the beam's [`Context`]; a token a
+/// stage removed scores `-inf`.
+#[derive(Debug, Default)]
+pub struct Scorer {
+    candidates: Candidates,
+    /// Scratch for the log-softmax.
+    exp: Vec<f32>,
+    /// The last "no finite candidate" error, for when every beam ends that way.
+    dead: Option<sieve_core::Error>,
+}
+
+impl Scorer {
+    /// A scorer with empty buffers.
+    pub fn new() -> Self {
+        Scorer::default()
+    }
+
+    /// The processed log-probabilities of every token of `vocab_size` after `cx`'s history,
+    /// or `None` when `pipeline`'s stages removed every token (the error is kept for
+    /// [`Scorer::take_dead`]).
+    ///
+    /// # Errors
+    /// [`Error::LogitsLength`], [`Error::ModelNan`] (at step `cx.step`), and a stage's other
+    /// errors as [`Error::Sampling`].
+    pub fn score(
+        &mut self,
+        pipeline: &mut Pipeline,
+        mut row: Vec<f32>,
+        vocab_size: usize,
+        cx: &Context<'_>,
+    ) -> Result<Option<Vec<f32>>> {
+        check_row(&row, vocab_size, cx.step)?;
+        for x in &mut row {
+            *x = math::sanitize(*x);
+        }
+        log_softmax(&mut row, &mut self.exp);
+        self.candidates.load_owned(row);
+        match pipeline.transform(&mut self.candidates, cx) {
+            Ok(()) => Ok(Some(dense(&mut self.candidates, vocab_size))),
+            Err(e @ sieve_core::Error::NoFiniteCandidates { .. }) => {
+                self.dead = Some(e);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The last error of a row whose stages removed every token, if any (taken).
+    pub fn take_dead(&mut self) -> Option<sieve_core::Error> {
+        self.dead.take()
+    }
+}
+
+/// Log-probabilities of a logits row as beam search scores them: in `f32`,
+/// `x − max − ln Σ e^(x − max)` (the sum accumulated in `f64` blocks), as torch's
+/// `log_softmax`. `-inf` logits stay `-inf`; `scratch` is reused between calls.
+pub fn log_softmax(logits: &mut [f32], scratch: &mut Vec<f32>) {
+    let max = math::max(logits);
+    if max == f32::NEG_INFINITY {
+        return;
+    }
+    scratch.resize(logits.len(), 0.0);
+    let sum = math::exp_shifted_into(logits, max, 1.0, scratch);
+    let lse = sum.ln() as f32;
+    for x in logits {
+        *x = (*x - max) - lse;
+    }
+}
+
+/// The candidates' logits as a full row (`-inf` for a token that is no longer a candidate).
+fn dense(c: &mut Candidates, vocab: usize) -> Vec<f32> {
+    if c.is_dense() && c.len() == vocab {
+        c.logits();
+        return c.take_logits();
+    }
+    let mut row = vec![f32::NEG_INFINITY; vocab];
+    for (id, logit) in c.iter() {
+        if let Some(x) = row.get_mut(id as usize) {
+            *x = logit;
+        }
+    }
+    row
 }
 
 #[cfg(test)]
