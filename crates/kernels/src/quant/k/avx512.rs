@@ -1,0 +1,28 @@
+//! The AVX-512 entry points: the kernels of `avx2` compiled with AVX-512 F/BW/VL/DQ enabled
+//! (EVEX encodings, 32 vector registers), and with AVX512-VNNI's `vpdpwssd` fusing each
+//! sub-block's scale multiply-add and accumulation where the CPU has it. The integer sums are
+//! the same exact values, so the bits are the reference's.
+
+use super::avx2::{row, Plain, Vnni};
+use super::q8k::BlockQ8K;
+use super::QuantType;
+
+/// [`super::dot_row`] with AVX-512 (no VNNI).
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/DQ (and so AVX2 and FMA).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+pub(super) unsafe fn dot_row(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
+    // SAFETY: this function's features include AVX2, the contract of `Plain`.
+    unsafe { row::<Plain>(ty, w_row, act) }
+}
+
+/// [`super::dot_row`] with AVX-512 and VNNI.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/DQ and AVX512-VNNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]
+pub(super) unsafe fn dot_row_vnni(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
+    // SAFETY: this function's features include AVX512-VNNI and AVX512-VL, `Vnni`'s contract.
+    unsafe { row::<Vnni>(ty, w_row, act) }
+}
