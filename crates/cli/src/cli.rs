@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, bench, check, compare, generate, logits, samplers, serve, template};
+use crate::commands::{
+    apply, bench, chat, check, compare, generate, logits, samplers, serve, template,
+};
 
 /// Shown after `sieve --help`.
 const EXAMPLES: &str = "\
@@ -57,6 +59,9 @@ pub enum Command {
     /// Serve the model over OpenAI's HTTP API; every request may bring its own pipeline
     #[command(after_help = serve::EXAMPLES)]
     Serve(serve::ServeArgs),
+    /// Talk with a model through its chat template; change the pipeline between turns
+    #[command(after_help = chat::EXAMPLES)]
+    Chat(Box<chat::ChatArgs>),
 }
 
 impl Command {
@@ -70,6 +75,7 @@ impl Command {
             Command::Generate(a) => &a.plugins.files,
             Command::Compare(a) => &a.plugins.files,
             Command::Serve(a) => &a.plugins.files,
+            Command::Chat(a) => &a.plugins.files,
             Command::Logits(_)
             | Command::Template(_)
             | Command::Bench(bench::BenchCommand::Model(_)) => &[],
@@ -132,6 +138,7 @@ mod tests {
             &["sieve", "apply", "-s", "greedy", "--logits", "1"],
             &["sieve", "bench", "sampler", "-s", "greedy", "--vocab", "4"],
             &["sieve", "generate", "--prompt", "Hi"],
+            &["sieve", "chat", "--model", "org/name"],
         ] {
             let mut with: Vec<&str> = args.to_vec();
             with.extend(["--plugin", "a.so", "--plugin", "dir/b.so"]);

@@ -7,7 +7,8 @@
 //! - [`pipeline`]: the run's one stage [`sieve_core::Registry`] (built-ins and the stages of
 //!   the plugins found by [`plugins`]) and compiling `--sampler` text against it;
 //! - [`model`]: opening a model directory (configuration and tokenizer first, weights last);
-//!   [`embedded`]: the models inside the binary;
+//!   [`embedded`]: the models inside the binary; [`hub`]: `--model org/name` from the
+//!   Hugging Face cache or the Hub;
 //! - [`input`]: reading `--logits`/`--probs` lists and files and token-id lists;
 //! - [`stats`], [`seed`], [`error`]: timing summaries, the run's seed, failures and exit codes.
 //!
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod commands;
 pub mod embedded;
 pub mod error;
+pub mod hub;
 pub mod input;
 pub mod model;
 pub mod pipeline;
@@ -127,6 +129,10 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Logits(args) => return logits::run(args, out),
         Command::Serve(args) => return serve::run(args, pipeline::registry(&args.plugins.files)?),
         Command::Template(args) => template::run(args)?,
+        Command::Chat(args) => {
+            let registry = pipeline::registry(&args.plugins.files)?;
+            return commands::chat::run(args, &registry, out);
+        }
     };
     out.write_all(text.as_bytes()).map_err(Failure::Output)
 }

@@ -1,8 +1,9 @@
-//! Opening the model a command runs on: a Hugging Face directory (`--model DIR`), or one of the
-//! models embedded in the binary ([`crate::embedded`]: the default, or `--model embedded` /
-//! `--model embedded-draft`); and `--backend`.
+//! Opening the model a command runs on: a Hugging Face directory (`--model DIR`), a Hub name
+//! (`--model org/name[@revision][:FILE.gguf]`, from the Hugging Face cache or downloaded into
+//! it: [`crate::hub`]), or one of the models embedded in the binary ([`crate::embedded`]: the
+//! default, or `--model embedded` / `--model embedded-draft`); and `--backend`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sieve_backends::{BackendKind, KvDtype, LoadedModel, ModelDir, Tokenizer, WeightDtype};
@@ -140,17 +141,29 @@ pub fn threads(threads: Option<usize>) -> Result<(), Failure> {
     }
 }
 
-/// Reads the configuration, generation defaults and tokenizer of `dir` (or of the embedded
-/// model when `None`), not the weights.
+/// The path `--model` names: a local file or directory (which always wins), an embedded
+/// model's directory, or a Hub name's snapshot in the Hugging Face cache (downloaded first
+/// when it is not there and the network is allowed); the embedded target when `None`.
 ///
 /// # Errors
-/// Usage: a directory that is missing, malformed, or of an unsupported architecture.
+/// Usage: a Hub name neither cached nor downloadable ([`crate::hub::resolve`]); runtime: an
+/// embedded model that cannot be written out.
+pub fn resolve(dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    match dir.map(|d| (d, embedded::named(d))) {
+        Some((_, Some(model))) => model.dir().runtime(),
+        Some((dir, None)) => crate::hub::resolve(dir),
+        None => embedded::TARGET.dir().runtime(),
+    }
+}
+
+/// Reads the configuration, generation defaults and tokenizer of the model `dir` names (see
+/// [`resolve`]; the embedded model when `None`), not the weights.
+///
+/// # Errors
+/// Usage: a directory that is missing, malformed, or of an unsupported architecture; a Hub
+/// name that cannot be resolved.
 pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
-    let path = match dir.map(|d| (d, embedded::named(d))) {
-        Some((_, Some(model))) => model.dir().runtime()?,
-        Some((dir, None)) => dir.to_path_buf(),
-        None => embedded::TARGET.dir().runtime()?,
-    };
+    let path = resolve(dir)?;
     let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
     let dir = ModelDir::open(&path).map_err(at)?;
     let tokenizer = dir.tokenizer().map_err(at)?;

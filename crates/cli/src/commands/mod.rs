@@ -10,12 +10,14 @@
 //! | `sieve logits --model DIR (--prompt TEXT \| --tokens IDS) …` | [`logits`] |
 //! | `sieve bench sampler …`, `sieve bench model …` | [`bench`](mod@bench) |
 //! | `sieve serve [--model DIR] [--port P] …` | [`serve`] |
+//! | `sieve chat [--model M] [--system T] [--sampler P] …` | [`chat`] |
 //!
 //! Commands that build a pipeline receive the run's one [`sieve_core::Registry`] (built by
 //! [`crate::pipeline::registry`]); none keeps state between runs.
 
 pub mod apply;
 pub mod bench;
+pub mod chat;
 pub mod check;
 pub mod compare;
 pub mod generate;

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 mod output;
-mod trace;
+pub mod trace;
 
 use anyhow::Context as _;
 use clap::{ArgGroup, Args};
