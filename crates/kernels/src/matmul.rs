@@ -134,12 +134,20 @@ unsafe fn product(
     if m == 0 {
         return;
     }
-    // The quantized driver lands next; until then a quantized weight is refused loudly
-    // rather than misread as floats.
-    assert!(
-        jobs.iter().all(|(w, ..)| w.quant().is_none()),
-        "matmul_nt: quantized weights are not wired in yet"
-    );
+    // Quantized weights go to their own driver (the activations quantized once for all of
+    // them); each job's result does not depend on which others share the call.
+    if jobs.iter().any(|(w, ..)| w.quant().is_some()) {
+        let (quant, float): (Vec<_>, Vec<_>) = jobs
+            .iter()
+            .copied()
+            .partition(|(w, ..)| w.quant().is_some());
+        // SAFETY: the caller's contract, for each subset of the jobs.
+        unsafe {
+            crate::quant::product(isa, x, m, &quant);
+            product(isa, x, m, &float);
+        }
+        return;
+    }
     // Prefill reads every row once per group of weight columns: give it rows that start on
     // cache lines (one copy here, shared by all tasks, into a buffer this thread keeps; taken
     // out of its slot for the call, so a call nested in a task below would just make its
@@ -193,7 +201,7 @@ unsafe fn product(
     for (i, (w, ..)) in jobs.iter().enumerate() {
         let n = w.n();
         if n > 0 {
-            let t = split::tasks(m, n, k, w.dtype(), threads);
+            let t = split::tasks(m, n, k, k * w.dtype().size(), threads);
             tasks.extend(split::ranges(n, t).into_iter().map(|r| (i, r)));
         }
     }

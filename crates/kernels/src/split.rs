@@ -4,8 +4,6 @@
 
 use std::ops::Range;
 
-use crate::Dtype;
-
 /// A task should be worth at least this much single-core time: handing one to a spinning
 /// helper of the team costs a microsecond or two, and
 /// splitting even a decode step's small `k_proj` over both cores of this machine paid
@@ -18,10 +16,10 @@ const FLOPS_PER_NS: f64 = 80.0;
 /// Column ranges start at multiples of this, so two tasks never write one cache line of a row.
 const ALIGN: usize = 16;
 
-/// The number of tasks for an `[m, k] × [n, k]ᵀ` product of `dtype` weights on `threads`
-/// threads.
-pub(crate) fn tasks(m: usize, n: usize, k: usize, dtype: Dtype, threads: usize) -> usize {
-    let bytes = (n * k * dtype.size()) as f64;
+/// The number of tasks for an `[m, k] × [n, k]ᵀ` product of weights of `row_bytes` a row on
+/// `threads` threads.
+pub(crate) fn tasks(m: usize, n: usize, k: usize, row_bytes: usize, threads: usize) -> usize {
+    let bytes = (n * row_bytes) as f64;
     let flops = 2.0 * (m * n * k) as f64;
     let ns = bytes / STREAM_BYTES_PER_NS + flops / FLOPS_PER_NS;
     // Decode streams the weights once: one task per thread. Prefill is compute: a few per
@@ -76,8 +74,8 @@ mod tests {
 
     #[test]
     fn small_products_stay_on_one_thread() {
-        assert_eq!(tasks(1, 64, 64, Dtype::F32, 8), 1);
-        assert_eq!(tasks(1, 49152, 576, Dtype::Bf16, 2), 2);
-        assert!(tasks(256, 1536, 576, Dtype::F32, 2) > 2);
+        assert_eq!(tasks(1, 64, 64, 64 * 4, 8), 1);
+        assert_eq!(tasks(1, 49152, 576, 576 * 2, 2), 2);
+        assert!(tasks(256, 1536, 576, 576 * 4, 2) > 2);
     }
 }

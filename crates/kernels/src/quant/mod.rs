@@ -42,9 +42,9 @@
 //!
 //! # Hooks for the K-quants (`k/`)
 //!
-//! The driver reaches a K type through four functions of `k`, wired into the `match` arms
-//! marked `K-QUANTS` below once they exist (until then [`supported`] refuses K types, so
-//! `Weights::quantized` returns [`crate::Error::QuantUnsupported`] and nothing here panics):
+//! The driver reaches a K type through four functions of `k` (the `K_QUANTS` switch below
+//! turns them off: [`supported`] then refuses K types, so `Weights::quantized` returns
+//! [`crate::Error::QuantUnsupported`] and nothing here panics):
 //!
 //! - `k::quantize_act(x: &[f32], out: &mut Vec<BlockQ8K>)`: one activation row (appended);
 //! - `k::dot_row(isa: Isa, ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32`: a whole
@@ -52,11 +52,23 @@
 //! - `k::dequantize_row(ty, bytes: &[u8], out: &mut [f32])`;
 //! - `k::quantize_row(ty, x: &[f32], out: &mut [u8])` (GGML's reference rounding).
 
+mod act;
 mod blocks;
+mod dot;
 pub(crate) mod k;
+mod product;
 mod types;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(test)]
+mod tests;
+
 pub use types::QuantType;
+
+pub(crate) use product::product;
 
 use crate::{Error, Result};
 
@@ -80,10 +92,12 @@ pub(crate) fn tree(acc: &[f32; BLOCK_LANES]) -> f32 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
 
+/// Whether the K-quants (`k/`) are wired in (see "Hooks for the K-quants" above).
+const K_QUANTS: bool = true;
+
 /// Whether this build can multiply (and dequantize) `ty` weights.
 pub fn supported(ty: QuantType) -> bool {
-    // K-QUANTS: true once `k`'s hooks are wired in below.
-    !ty.is_k()
+    K_QUANTS || !ty.is_k()
 }
 
 /// Dequantizes one row: `bytes` (`k / block_len` blocks) into `out` (`k` floats).
@@ -99,7 +113,10 @@ pub fn dequantize_row(ty: QuantType, bytes: &[u8], out: &mut [f32]) {
         "dequantize_row: lengths"
     );
     assert!(supported(ty), "dequantize_row: {ty} is not supported yet");
-    // K-QUANTS: `k::dequantize_row(ty, bytes, out)` for `ty.is_k()`.
+    if ty.is_k() {
+        k::dequantize_row(ty, bytes, out);
+        return;
+    }
     for (b, o) in bytes.chunks_exact(size).zip(out.chunks_exact_mut(len)) {
         blocks::dequantize_block(ty, b, o);
     }
@@ -171,7 +188,10 @@ fn quantize_rows(ty: QuantType, x: &[f32], n: usize, k: usize, out: &mut [u8]) -
             value: x[at],
         });
     }
-    // K-QUANTS: `k::quantize_row(ty, x_row, out_row)` per row for `ty.is_k()`.
+    if ty.is_k() {
+        k::quantize_row(ty, x, out);
+        return Ok(());
+    }
     let (len, size) = (ty.block_len(), ty.block_bytes());
     for (xb, ob) in x.chunks_exact(len).zip(out.chunks_exact_mut(size)) {
         blocks::quantize_block(ty, xb, ob);

@@ -1,0 +1,109 @@
+//! The quantized matrix product: the activation rows quantized once per call (once for all
+//! the weights of a `matmul_nt_many`), output columns (weight rows) split between the team's
+//! threads, and for each weight row every activation row in tiles of
+//! [`TILE_ROWS`](super::dot::TILE_ROWS) while its blocks are in cache (prefill reuses each
+//! unpacked weight group across a tile). Every output is one row's dot product, whose bits
+//! depend only on that activation row and the weight row (the contract of `quant`).
+
+use super::act::{Act, ActRow};
+use super::dot::{dot_rows, Kernel, TILE_ROWS};
+use super::k::{self, BlockQ8K};
+use super::QuantType;
+use crate::{split, Isa, WeightView};
+
+/// One quantized product: the weight, its bias and where its `[m, n]` output goes.
+struct Job<'a, 'w> {
+    /// The weight (quantized).
+    w: &'a WeightView<'w>,
+    /// `[n]`, or none.
+    bias: Option<&'a [f32]>,
+    /// `[m, n]` floats.
+    out: *mut f32,
+}
+
+// SAFETY: the output pointer is only written through disjoint column ranges, one per task
+// (see `product`); the rest is shared references.
+unsafe impl Sync for Job<'_, '_> {}
+
+/// `out = x Wᵀ (+ bias)` for each quantized `(w, bias, out)` of `jobs` (all `k` wide).
+///
+/// # Safety
+/// As `matmul`'s `product`: every `out` is writable for `m · n` floats (its weight's `n`) and
+/// nothing else touches them during the call; `x` is `m` rows of `k` floats (`k` every
+/// weight's width), each bias `n` long; every weight is quantized and [`super::supported`].
+pub(crate) unsafe fn product(
+    isa: Isa,
+    x: &[f32],
+    m: usize,
+    jobs: &[(&WeightView<'_>, Option<&[f32]>, *mut f32)],
+) {
+    let Some(k) = jobs.first().map(|(w, ..)| w.k()) else {
+        return;
+    };
+    if m == 0 {
+        return;
+    }
+    let types: Vec<QuantType> = jobs.iter().filter_map(|(w, ..)| w.quant()).collect();
+    assert_eq!(types.len(), jobs.len(), "quant::product: a float weight");
+    let act = if types.iter().any(|t| !t.is_k()) {
+        Act::new(x, m, k)
+    } else {
+        Act::default()
+    };
+    let mut kact: Vec<BlockQ8K> = Vec::new();
+    if types.iter().any(|t| t.is_k()) {
+        for row in x.chunks_exact(k) {
+            k::quantize_act(row, &mut kact);
+        }
+    }
+    let rows: Vec<ActRow<'_>> = if act.stride > 0 {
+        (0..m).map(|r| act.row(r)).collect()
+    } else {
+        Vec::new()
+    };
+    let kernel = Kernel::of(isa);
+    let jobs: Vec<Job<'_, '_>> = jobs
+        .iter()
+        .map(|&(w, bias, out)| Job { w, bias, out })
+        .collect();
+    let threads = rayon::current_num_threads();
+    let mut tasks = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let n = job.w.n();
+        if n > 0 {
+            let t = split::tasks(m, n, k, job.w.row_bytes(), threads);
+            tasks.extend(split::ranges(n, t).into_iter().map(|r| (i, r)));
+        }
+    }
+    let kblocks = k / 256;
+    let run = |t: usize| {
+        let (i, cols) = tasks[t].clone();
+        let job = &jobs[i];
+        let (n, rb) = (job.w.n(), job.w.row_bytes());
+        let ty = types[i];
+        let bytes = job.w.bytes();
+        let mut sums = [0f32; TILE_ROWS];
+        for j in cols {
+            let w_row = &bytes[j * rb..(j + 1) * rb];
+            let b = job.bias.map_or(0.0, |b| b[j]);
+            for r0 in (0..m).step_by(TILE_ROWS) {
+                let tile = TILE_ROWS.min(m - r0);
+                if ty.is_k() {
+                    for (r, s) in (r0..r0 + tile).zip(&mut sums) {
+                        *s = k::dot_row(isa, ty, w_row, &kact[r * kblocks..(r + 1) * kblocks]);
+                    }
+                } else {
+                    dot_rows(kernel, ty, w_row, &rows[r0..r0 + tile], &mut sums[..tile]);
+                }
+                for (r, &s) in (r0..r0 + tile).zip(&sums) {
+                    let v = if job.bias.is_some() { s + b } else { s };
+                    // SAFETY: `r < m`, `j < n`: inside this job's `[m, n]` output, which
+                    // only this task writes at column `j` (the tasks' column ranges are
+                    // disjoint), per the function's contract.
+                    unsafe { job.out.add(r * n + j).write(v) };
+                }
+            }
+        }
+    };
+    crate::team::for_each(tasks.len(), &run);
+}

@@ -1,0 +1,171 @@
+//! Every legacy type's dot product on every kernel this CPU runs, bit for bit against the
+//! scalar reference: random blocks, all-zero blocks, extreme levels and scales, ragged block
+//! counts and every tile height.
+
+use super::act::{Act, ActRow};
+use super::dot::{dot_rows, reference, Kernel, TILE_ROWS};
+use super::QuantType;
+
+const LEGACY: [QuantType; 5] = [
+    QuantType::Q4_0,
+    QuantType::Q4_1,
+    QuantType::Q5_0,
+    QuantType::Q5_1,
+    QuantType::Q8_0,
+];
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in [-1, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// Random weight bytes of `blocks` blocks: random levels, scales from `scale` (f16 bits),
+/// with some all-zero blocks and some blocks of extreme levels.
+fn weight_row(ty: QuantType, blocks: usize, rng: &mut Rng, scale: f32) -> Vec<u8> {
+    let size = ty.block_bytes();
+    let mut out = vec![0u8; blocks * size];
+    for b in out.chunks_exact_mut(size) {
+        let kind = rng.next() % 8;
+        for v in b.iter_mut() {
+            *v = match kind {
+                0 => 0,
+                1 => 0xFF,
+                2 => 0x80,
+                _ => rng.next() as u8,
+            };
+        }
+        let d = half::f16::from_f32(rng.unit() * scale)
+            .to_bits()
+            .to_le_bytes();
+        let m = half::f16::from_f32(rng.unit() * scale)
+            .to_bits()
+            .to_le_bytes();
+        if kind != 0 {
+            b[0..2].copy_from_slice(&d);
+            if matches!(ty, QuantType::Q4_1 | QuantType::Q5_1) {
+                b[2..4].copy_from_slice(&m);
+            }
+        }
+    }
+    out
+}
+
+/// Activation rows: random, all-zero, one huge value, alternating extremes.
+fn act_rows(m: usize, k: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..m)
+        .flat_map(|r| {
+            let kind = r % 4;
+            (0..k)
+                .map(|i| match kind {
+                    0 => rng.unit() * 3.0,
+                    1 => 0.0,
+                    2 if i % 37 == 0 => 6.0e4,
+                    2 => rng.unit(),
+                    _ => {
+                        if i % 2 == 0 {
+                            -1.0e3
+                        } else {
+                            1.0e3
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_gives_the_reference_bits() {
+    let kernels = Kernel::available();
+    eprintln!("kernels: {kernels:?}");
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for ty in LEGACY {
+        for blocks in [1, 2, 7, 8, 9, 16, 18, 23, 48] {
+            let k = blocks * 32;
+            let m = 6;
+            let x = act_rows(m, k, &mut rng);
+            let act = Act::new(&x, m, k);
+            let rows: Vec<ActRow<'_>> = (0..m).map(|r| act.row(r)).collect();
+            for scale in [1e-3f32, 1.0, 6.0e4] {
+                let w = weight_row(ty, blocks, &mut rng, scale);
+                let want: Vec<u32> = rows
+                    .iter()
+                    .map(|&a| reference(ty, &w, a).to_bits())
+                    .collect();
+                for &kernel in &kernels {
+                    for tile in 1..=TILE_ROWS {
+                        for r0 in (0..m).step_by(tile) {
+                            let t = tile.min(m - r0);
+                            let mut got = [0f32; TILE_ROWS];
+                            dot_rows(kernel, ty, &w, &rows[r0..r0 + t], &mut got[..t]);
+                            for (i, g) in got[..t].iter().enumerate() {
+                                let want = want[r0 + i];
+                                assert!(
+                                    g.to_bits() == want
+                                        || (g.is_nan() && f32::from_bits(want).is_nan()),
+                                    "{ty} {kernel:?} blocks {blocks} row {} tile {tile}: {g} vs {}",
+                                    r0 + i,
+                                    f32::from_bits(want)
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The reference is the block formula summed in `sum_blocks`' order: recomputed here from the
+/// dequantized weight levels.
+#[test]
+fn reference_is_the_documented_formula() {
+    let mut rng = Rng(42);
+    for ty in LEGACY {
+        let blocks = 11;
+        let w = weight_row(ty, blocks, &mut rng, 0.5);
+        let x: Vec<f32> = (0..blocks * 32).map(|_| rng.unit()).collect();
+        let act = Act::new(&x, 1, blocks * 32);
+        let a = act.row(0);
+        let mut contributions = Vec::new();
+        for b in 0..blocks {
+            let (q, dw, mw) = super::blocks::unpack(ty, &w[b * ty.block_bytes()..]);
+            let sumi: i32 = (0..32).map(|i| q[i] * i32::from(a.qs[b * 32 + i])).sum();
+            let p = dw * a.d[b];
+            contributions.push(match ty {
+                QuantType::Q4_1 | QuantType::Q5_1 => p.mul_add(sumi as f32, mw * a.s[b]),
+                _ => p * sumi as f32,
+            });
+        }
+        let want = super::sum_blocks(contributions);
+        assert_eq!(reference(ty, &w, a).to_bits(), want.to_bits(), "{ty}");
+        // And it approximates the float dot product of the dequantized weights.
+        let mut deq = vec![0f32; blocks * 32];
+        super::dequantize_row(ty, &w, &mut deq);
+        let exact: f64 = deq
+            .iter()
+            .zip(&x)
+            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+            .sum();
+        let scale: f64 = deq
+            .iter()
+            .zip(&x)
+            .map(|(&a, &b)| (f64::from(a) * f64::from(b)).abs())
+            .sum();
+        assert!(
+            (f64::from(want) - exact).abs() <= 0.02 * scale + 1e-6,
+            "{ty}: {want} vs {exact}"
+        );
+    }
+}
