@@ -9,6 +9,12 @@
 //!   .tokenizer()        tokenizer.json ─► Tokenizer (and .vocab(&tokenizer) for the stages)
 //!   .load(kind)         Checkpoint ─► LoadedModel::from_checkpoint ─► Model<B> on the backend
 //! ```
+//!
+//! A GGUF file (`model.gguf`, a directory holding one and no `config.json`, or the first shard
+//! of a split) opens the same way: its metadata becomes the `config.json` the families read,
+//! its tensors the [`Checkpoint`], its `tokenizer.*` keys the tokenizer, the chat template and
+//! the end-of-generation ids (see [`crate::gguf`]); it has no generation config (the
+//! defaults apply).
 
 use std::path::{Path, PathBuf};
 
@@ -21,9 +27,12 @@ use sieve_text::{
 use crate::backend::{BackendKind, LoadedModel};
 use crate::dtype::WeightDtype;
 use crate::families::{family_of, Family};
+use crate::gguf::find::gguf_in_dir;
+use crate::gguf::{Arch, GgufTensors};
 use crate::hf::{check_sizes, Checkpoint};
 use crate::model::TransformerConfig;
 use crate::Result;
+use sieve_gguf::GgufModel;
 
 /// The number of vocabulary rows without a token that always count as padding (see
 /// [`ModelDir::tokenizer`]).
@@ -39,6 +48,8 @@ pub struct ModelDir {
     bos_token_id: Option<u32>,
     eos_token_ids: Vec<u32>,
     generation: GenerationConfig,
+    /// The GGUF model and its architecture, when the path is one.
+    gguf: Option<(GgufModel, Arch)>,
 }
 
 impl ModelDir {
@@ -53,8 +64,19 @@ impl ModelDir {
     /// naming a malformed file and field, [`crate::Error::UnknownArchitecture`], the errors
     /// of [`Checkpoint::open`] for a checkpoint that is present but bad, and
     /// [`sieve_text::Error::InvalidConfig`] (a size the tensors contradict, or the family's).
+    ///
+    /// A path that is a file, or a directory without `config.json` holding one `.gguf` file
+    /// (or one split set), opens as a GGUF model ([`ModelDir::open_gguf`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        if path.is_file() {
+            return ModelDir::open_gguf(&path);
+        }
+        if path.is_dir() && path.join(CONFIG_FILE).symlink_metadata().is_err() {
+            if let Some(file) = gguf_in_dir(&path)? {
+                return ModelDir::open_gguf(&file);
+            }
+        }
         let config = ConfigJson::from_file(&path.join(CONFIG_FILE))?;
         let family = family_of(&config)?;
         let checkpoint = match Checkpoint::open(&path) {
@@ -79,10 +101,49 @@ impl ModelDir {
             bos_token_id,
             eos_token_ids,
             generation,
+            gguf: None,
         })
     }
 
-    /// The directory.
+    /// Opens the GGUF file `file` (and, for the first shard of a split, the other shards):
+    /// checks its header, reads its `{arch}.*` metadata as a `config.json` and maps it
+    /// through the family, and checks the sizes against its tensors. No tensor data is read.
+    ///
+    /// # Errors
+    /// [`crate::Error::Gguf`] for a file that is not valid GGUF or a metadata key of the
+    /// wrong type or absent, [`crate::Error::UnsupportedGguf`] for an architecture or value
+    /// the families cannot express, and the family's errors.
+    pub fn open_gguf(file: &Path) -> Result<Self> {
+        let model = GgufModel::open(file)?;
+        let arch = crate::gguf::config::arch_of(model.metadata(), model.first().path())?;
+        let config = crate::gguf::config::config_json(&model, arch)?;
+        let family = family_of(&config)?;
+        let heads = (
+            config.get::<usize>("num_attention_heads")?.unwrap_or(0),
+            config.get::<usize>("num_key_value_heads")?.unwrap_or(0),
+        );
+        let checkpoint = Checkpoint::from_gguf(GgufTensors::new(model.clone(), arch, heads)?);
+        check_sizes(&config, Some(&checkpoint))?;
+        drop(checkpoint);
+        let mut transformer = family.transformer_config(&config)?;
+        crate::gguf::adjust(&mut transformer, arch);
+        Ok(ModelDir {
+            path: model.first().path().to_path_buf(),
+            family,
+            transformer,
+            bos_token_id: config.get("bos_token_id")?,
+            eos_token_ids: crate::gguf::eos_ids(&model)?,
+            generation: GenerationConfig::default(),
+            gguf: Some((model, arch)),
+        })
+    }
+
+    /// The GGUF model, when the path opened is one.
+    pub fn gguf(&self) -> Option<&GgufModel> {
+        self.gguf.as_ref().map(|(m, _)| m)
+    }
+
+    /// The directory (the file, for a GGUF model: its first shard).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -124,16 +185,21 @@ impl ModelDir {
     }
 
     /// Reads the chat template (`chat_template.jinja`, else `tokenizer_config.json`'s
-    /// `chat_template`) and the special tokens it may refer to.
+    /// `chat_template`; for a GGUF model `tokenizer.chat_template`) and the special tokens it
+    /// may refer to.
     ///
     /// # Errors
     /// As [`ChatTemplate::from_dir`].
     pub fn chat_template(&self) -> Result<ChatTemplate> {
+        if let Some((model, _)) = &self.gguf {
+            return crate::gguf::chat_template(model);
+        }
         Ok(ChatTemplate::from_dir(&self.path)?)
     }
 
-    /// Loads `tokenizer.json` (and no other file), and checks that it can decode the ids the
-    /// model emits.
+    /// Loads `tokenizer.json` (and no other file; for a GGUF model, builds the tokenizer from
+    /// its `tokenizer.ggml.*` metadata with [`sieve_text::gguf_tokenizer`]), and checks that
+    /// it can decode the ids the model emits.
     ///
     /// Checkpoints commonly pad their vocabulary past the tokenizer's (Qwen2 pads 151 665
     /// tokens to 151 936 rows, Phi-3 32 011 to 32 064) so that the matrices have friendly
@@ -145,8 +211,14 @@ impl ModelDir {
     /// # Errors
     /// As [`Tokenizer::from_file`]; [`crate::Error::TokenizerTooSmall`].
     pub fn tokenizer(&self) -> Result<Tokenizer> {
-        let path = self.path.join(TOKENIZER_FILE);
-        let tokenizer = Tokenizer::from_file(&path)?;
+        let (path, tokenizer) = match &self.gguf {
+            Some((model, _)) => (self.path.clone(), crate::gguf::tokenizer(model)?),
+            None => {
+                let path = self.path.join(TOKENIZER_FILE);
+                let tokenizer = Tokenizer::from_file(&path)?;
+                (path, tokenizer)
+            }
+        };
         let vocab_size = self.vocab_size();
         let known = tokenizer.vocab_size();
         let padding = MAX_PADDING.max(vocab_size / 16);
@@ -170,11 +242,22 @@ impl ModelDir {
         tokenizer.vocab(self.vocab_size(), self.eos_ids())
     }
 
-    /// Opens the checkpoint (every safetensors file is memory-mapped and its header checked).
+    /// Opens the checkpoint (every safetensors file is memory-mapped and its header checked;
+    /// a GGUF model's tensors under Hugging Face names).
     ///
     /// # Errors
     /// As [`Checkpoint::open`].
     pub fn checkpoint(&self) -> Result<Checkpoint> {
+        if let Some((model, arch)) = &self.gguf {
+            let heads = self.transformer.layers.first().map_or((0, 0), |l| {
+                (l.attention.num_heads, l.attention.num_kv_heads)
+            });
+            return Ok(Checkpoint::from_gguf(GgufTensors::new(
+                model.clone(),
+                *arch,
+                heads,
+            )?));
+        }
         Checkpoint::open(&self.path)
     }
 

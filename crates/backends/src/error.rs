@@ -95,6 +95,30 @@ pub enum Error {
         /// Why the missing rows are not padding.
         detail: String,
     },
+    /// A GGUF file that is truncated, corrupt or hostile (a count, length, type, shape or
+    /// offset the file does not hold), or a metadata key of the wrong type: `sieve-gguf`'s
+    /// error, with its message.
+    #[error(transparent)]
+    Gguf(#[from] sieve_gguf::Error),
+    /// A GGUF file that is valid but describes what this crate does not load: an unknown
+    /// architecture, or a metadata value or tensor the model families cannot express.
+    #[error("{}: {what}: {message}", path.display())]
+    UnsupportedGguf {
+        /// The file.
+        path: PathBuf,
+        /// The key or tensor, e.g. "metadata `llama.rope.scaling.type`".
+        what: String,
+        /// What is not supported, and what is.
+        message: String,
+    },
+    /// A directory without `config.json` whose GGUF files do not name one model.
+    #[error("{}: {message}", path.display())]
+    GgufDir {
+        /// The directory.
+        path: PathBuf,
+        /// What it holds.
+        message: String,
+    },
     /// A backend name that is not `ndarray`, `flex` or `cuda`.
     #[error("unknown backend `{name}`; expected one of: ndarray, flex, cuda")]
     UnknownBackend {
@@ -160,7 +184,10 @@ impl Error {
             | Error::MissingTensor { .. }
             | Error::TensorShape { .. }
             | Error::TensorDtype { .. }
-            | Error::TokenizerTooSmall { .. } => true,
+            | Error::TokenizerTooSmall { .. }
+            | Error::UnsupportedGguf { .. }
+            | Error::GgufDir { .. } => true,
+            Error::Gguf(e) => !matches!(e, sieve_gguf::Error::Io { .. }),
             _ => false,
         }
     }

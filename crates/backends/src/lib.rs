@@ -32,7 +32,9 @@
 //! - [`model`] holds the transformer in small `XConfig` + `X` files and [`Model`], generic
 //!   over the backend;
 //! - [`backend`] picks the backend: [`BackendKind`], [`LoadedModel`];
-//! - [`dir`] is the one loading path: [`ModelDir`].
+//! - [`gguf`] reads GGUF files (llama.cpp's format, through `sieve-gguf`) as the same
+//!   [`Checkpoint`] and `config.json`, so the families and the model load them unchanged;
+//! - [`dir`] is the one loading path: [`ModelDir`] (a Hugging Face directory or a GGUF file).
 //!
 //! Errors are the one [`Error`] of this crate; those of the text side are `sieve_text::Error`
 //! inside [`Error::Text`], with the same message.
@@ -46,6 +48,7 @@ pub mod dir;
 pub mod dtype;
 mod error;
 pub mod families;
+pub mod gguf;
 pub mod hf;
 pub mod model;
 

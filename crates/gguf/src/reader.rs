@@ -269,6 +269,8 @@ fn check_overlaps(path: &Path, tensors: &[TensorInfo]) -> Result<()> {
 pub struct GgufFile {
     path: PathBuf,
     storage: Storage,
+    /// The same bytes as `storage` when they are a file map ([`GgufFile::release`]).
+    map: Option<Arc<memmap2::Mmap>>,
     header: Header,
     by_name: HashMap<String, usize>,
 }
@@ -302,16 +304,18 @@ impl GgufFile {
             });
         }
         let file = std::fs::File::open(path).map_err(io)?;
-        let storage: Storage = if meta.len() == 0 {
-            Arc::new(Vec::<u8>::new())
-        } else {
-            // SAFETY: a read-only private map of a regular file. Like every loader that maps
-            // weights, this assumes no other process truncates or rewrites the file while it
-            // is open (that would be a bus error or changed weights, not memory unsafety in
-            // this process's own data).
-            Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
-        };
-        GgufFile::from_storage(path, storage)
+        if meta.len() == 0 {
+            return GgufFile::from_storage(path, Arc::new(Vec::<u8>::new()));
+        }
+        // SAFETY: a read-only private map of a regular file. Like every loader that maps
+        // weights, this assumes no other process truncates or rewrites the file while it is
+        // open (that would be a bus error or changed weights, not memory unsafety in this
+        // process's own data).
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?);
+        let storage: Storage = map.clone();
+        let mut file = GgufFile::from_storage(path, storage)?;
+        file.map = Some(map);
+        Ok(file)
     }
 
     /// Checks the header of `storage`, the contents of `path` (named in errors).
@@ -330,6 +334,7 @@ impl GgufFile {
         Ok(GgufFile {
             path,
             storage,
+            map: None,
             header,
             by_name,
         })
@@ -363,6 +368,28 @@ impl GgufFile {
     /// The tensor `name`, if the file holds it.
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
         self.by_name.get(name).map(|&i| &self.header.tensors[i])
+    }
+
+    /// Gives the pages of `info`'s data back to the kernel when the file is memory-mapped
+    /// (a caller that copied the tensor into memory of its own no longer needs them
+    /// resident). The pages stay in the page cache; a later read faults the same bytes back
+    /// in. Does nothing for bytes that are not a map, or elsewhere than Unix.
+    pub fn release(&self, info: &TensorInfo) {
+        #[cfg(unix)]
+        if let Some(map) = &self.map {
+            let (start, len) = (info.file_offset as usize, info.size as usize);
+            if start.checked_add(len).is_some_and(|end| end <= map.len()) {
+                // SAFETY: the map is read-only and private, of a file assumed not to change
+                // while open (see `GgufFile::open`); nothing was written to its pages, so
+                // dropping them loses nothing and a later read gets the file's bytes again.
+                // Failure only means the pages stay resident.
+                let _ = unsafe {
+                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len)
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = info;
     }
 
     /// The bytes of `info`, a tensor of this file (checked at open to lie in the file).

@@ -4,6 +4,10 @@
 //! bytes in the map, in its stored dtype ([`Checkpoint::tensor_weights`], for the CPU
 //! kernels; the map stays alive as long as any such tensor).
 //!
+//! A checkpoint may instead be a GGUF model ([`Checkpoint::from_gguf`]): its tensors are then
+//! asked for by the same Hugging Face names and come out in the same layout (see
+//! [`crate::gguf::GgufTensors`]), so the model loader does not know which it reads.
+//!
 //! Only regular files are mapped (a FIFO or a device, also behind a symlink, is refused before
 //! it is opened), an index may list only files inside the model directory, and each file's
 //! header is checked against the file's length before anything is read: every tensor's dtype,
@@ -21,6 +25,7 @@ use serde_json::Value;
 use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
 use crate::dtype::{convert, WeightDtype};
+use crate::gguf::GgufTensors;
 
 use sieve_text::files::{open_regular, stays_inside};
 use sieve_text::json::read_json;
@@ -226,6 +231,8 @@ pub struct Checkpoint {
     by_name: HashMap<String, usize>,
     /// The file named in "missing tensor" errors when a name is in no file.
     listing: PathBuf,
+    /// The GGUF model, when the checkpoint is one (`files` is then empty).
+    gguf: Option<GgufTensors>,
     /// Bytes of tensor data converted so far, and who to tell (a progress bar).
     progress: Cell<u64>,
     on_progress: Option<Box<dyn Fn(u64, u64)>>,
@@ -236,11 +243,8 @@ pub struct Checkpoint {
 impl std::fmt::Debug for Checkpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Checkpoint")
-            .field(
-                "files",
-                &self.files.iter().map(|x| &x.path).collect::<Vec<_>>(),
-            )
-            .field("tensors", &self.by_name.len())
+            .field("files", &self.files().collect::<Vec<_>>())
+            .field("tensors", &self.shapes().count())
             .finish()
     }
 }
@@ -269,6 +273,7 @@ impl Checkpoint {
                 files: vec![file],
                 by_name,
                 listing: single,
+                gguf: None,
                 progress: Cell::new(0),
                 on_progress: None,
                 weight_dtype: WeightDtype::Auto,
@@ -299,10 +304,29 @@ impl Checkpoint {
             files,
             by_name,
             listing: index,
+            gguf: None,
             progress: Cell::new(0),
             on_progress: None,
             weight_dtype: WeightDtype::Auto,
         })
+    }
+
+    /// The tensors of a GGUF model, under Hugging Face names (nothing is read).
+    pub fn from_gguf(tensors: GgufTensors) -> Self {
+        Checkpoint {
+            files: Vec::new(),
+            by_name: HashMap::new(),
+            listing: tensors.model().first().path().to_path_buf(),
+            gguf: Some(tensors),
+            progress: Cell::new(0),
+            on_progress: None,
+            weight_dtype: WeightDtype::Auto,
+        }
+    }
+
+    /// The GGUF model, when the checkpoint is one.
+    pub fn gguf(&self) -> Option<&GgufTensors> {
+        self.gguf.as_ref()
     }
 
     /// Calls `on_progress(done, total)` (bytes of tensor data) each time a tensor has been
@@ -325,6 +349,9 @@ impl Checkpoint {
     /// # Errors
     /// As [`Checkpoint::tensor_weights`].
     pub fn weights_dtype(&self, name: &str, rows: usize, cols: usize) -> Result<KernelDtype> {
+        if let Some(g) = &self.gguf {
+            return g.weights_dtype(name, rows, cols, self.weight_dtype);
+        }
         let (file, info) = self.find(name, &[rows, cols])?;
         Ok(self
             .weight_dtype
@@ -333,27 +360,34 @@ impl Checkpoint {
 
     /// Bytes of tensor data in all files.
     pub fn total_bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.data_len).sum()
+        let gguf = self.gguf.as_ref().map_or(0, GgufTensors::total_bytes);
+        self.files.iter().map(|f| f.data_len).sum::<u64>() + gguf
     }
 
     /// Every tensor's file, name and shape, in no particular order (for checking
     /// `config.json`'s sizes before anything proportional to them is allocated).
     pub fn shapes(&self) -> impl Iterator<Item = (&Path, &str, &[usize])> {
-        self.files.iter().flat_map(|f| {
-            f.tensors
-                .iter()
-                .map(|(name, info)| (f.path.as_path(), name.as_str(), info.shape.as_slice()))
-        })
+        self.files
+            .iter()
+            .flat_map(|f| {
+                f.tensors
+                    .iter()
+                    .map(|(name, info)| (f.path.as_path(), name.as_str(), info.shape.as_slice()))
+            })
+            .chain(self.gguf.iter().flat_map(GgufTensors::shapes))
     }
 
     /// The files read, in the order they were read.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
-        self.files.iter().map(|f| f.path.as_path())
+        self.files
+            .iter()
+            .map(|f| f.path.as_path())
+            .chain(self.gguf.iter().flat_map(GgufTensors::files))
     }
 
     /// Whether the checkpoint lists a tensor of this name.
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
+        self.by_name.contains_key(name) || self.gguf.as_ref().is_some_and(|g| g.contains(name))
     }
 
     /// The tensor `name` as `f32` values in row-major order, checked against `shape`.
@@ -362,6 +396,11 @@ impl Checkpoint {
     /// [`Error::MissingTensor`], [`Error::TensorShape`] or [`Error::TensorDtype`], naming the
     /// file.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        if let Some(g) = &self.gguf {
+            let (values, stored) = g.tensor_f32(name, shape)?;
+            self.advance(stored);
+            return Ok(values);
+        }
         let (file, info) = self.find(name, shape)?;
         // `parse_header` checked that the range lies in the file and matches dtype and shape.
         let bytes = &file.map[info.start..info.end];
@@ -396,6 +435,11 @@ impl Checkpoint {
     /// [`Error::MissingTensor`], [`Error::TensorShape`], or [`Error::TensorDtype`] for a dtype
     /// the kernels do not read, naming the file.
     pub fn tensor_weights(&self, name: &str, rows: usize, cols: usize) -> Result<Weights> {
+        if let Some(g) = &self.gguf {
+            let weights = g.tensor_weights(name, rows, cols, self.weight_dtype)?;
+            self.advance(weights.view().bytes().len());
+            return Ok(weights);
+        }
         let (file, info) = self.find(name, &[rows, cols])?;
         let stored = kernel_dtype(file, name, &info.dtype)?;
         let wanted = self.weight_dtype.resolve(stored);

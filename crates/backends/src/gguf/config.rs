@@ -1,0 +1,333 @@
+//! A GGUF file's `{arch}.*` metadata as the `config.json` a Hugging Face directory of the same
+//! model would have, so that the family files (`crate::families`) read it unchanged: the
+//! values llama.cpp's `convert_hf_to_gguf.py` wrote are put back under transformers' names.
+//!
+//! | GGUF key (`{arch}.` omitted) | `config.json` field |
+//! |---|---|
+//! | `block_count` | `num_hidden_layers` |
+//! | `embedding_length` | `hidden_size` |
+//! | `feed_forward_length` | `intermediate_size` |
+//! | `attention.head_count`, `attention.head_count_kv` | `num_attention_heads`, `num_key_value_heads` |
+//! | `attention.key_length` (= `value_length`) | `head_dim` |
+//! | `attention.layer_norm_rms_epsilon` | `rms_norm_eps` |
+//! | `context_length` | `max_position_embeddings` |
+//! | `rope.freq_base` | `rope_theta` |
+//! | `rope.scaling.type` `linear`, `rope.scaling.factor` | `rope_scaling` |
+//! | `attention.sliding_window` (Gemma) | `sliding_window`, `layer_types` as llama.cpp lays them |
+//! | `attn_logit_softcapping`, `final_logit_softcapping` (Gemma 2) | the same names |
+//! | rows of `token_embd.weight` | `vocab_size` |
+//! | `output.weight` absent | `tie_word_embeddings` |
+//! | `blk.0.attn_q.bias` / `blk.0.ffn_up.bias` present | `attention_bias` / `mlp_bias` |
+//! | `tokenizer.ggml.bos_token_id`, `eos_token_id` | `bos_token_id`, `eos_token_id` |
+//!
+//! What a GGUF file cannot say is llama.cpp's fixed choice: Gemma's attention scale is
+//! `key_length^-0.5` (`hidden/heads` for the 27B models, as llama.cpp decides by size),
+//! Gemma 3's sliding layers use base 10 000 and five of every six layers. Anything the
+//! families would silently do differently is an error naming the key: a partial rotary
+//! dimension, YaRN or Llama 3 rope scaling, experts, per-layer head counts.
+
+use serde_json::{json, Map, Value as Json};
+use sieve_gguf::{GgufModel, Metadata};
+use sieve_text::ConfigJson;
+
+use crate::{Error, Result};
+
+/// The architectures (`general.architecture`) loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// `llama`: Llama 1–3, Mistral, SmolLM, TinyLlama (q/k rows permuted by the converter).
+    Llama,
+    /// `qwen2`.
+    Qwen2,
+    /// `qwen3`.
+    Qwen3,
+    /// `gemma2`.
+    Gemma2,
+    /// `gemma3`.
+    Gemma3,
+}
+
+impl Arch {
+    /// Every architecture, for error messages.
+    pub const ALL: [Arch; 5] = [
+        Arch::Llama,
+        Arch::Qwen2,
+        Arch::Qwen3,
+        Arch::Gemma2,
+        Arch::Gemma3,
+    ];
+
+    /// The `general.architecture` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Llama => "llama",
+            Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+            Arch::Gemma2 => "gemma2",
+            Arch::Gemma3 => "gemma3",
+        }
+    }
+
+    /// The transformers class the family files know it by.
+    fn hf_architecture(self) -> &'static str {
+        match self {
+            Arch::Llama => "LlamaForCausalLM",
+            Arch::Qwen2 => "Qwen2ForCausalLM",
+            Arch::Qwen3 => "Qwen3ForCausalLM",
+            Arch::Gemma2 => "Gemma2ForCausalLM",
+            Arch::Gemma3 => "Gemma3ForCausalLM",
+        }
+    }
+
+    /// Whether layers have Gemma's four norms.
+    pub fn sandwich(self) -> bool {
+        matches!(self, Arch::Gemma2 | Arch::Gemma3)
+    }
+
+    /// Whether the converter stored every norm weight as `w + 1` (Gemma), so the loader must
+    /// not add the 1 again.
+    pub fn norms_hold_unit_offset(self) -> bool {
+        self.sandwich()
+    }
+
+    /// Whether the converter permuted the q and k rows (`LlamaModel.permute`).
+    pub fn permuted_qk(self) -> bool {
+        self == Arch::Llama
+    }
+}
+
+/// The architecture of `meta`.
+///
+/// # Errors
+/// [`Error::UnsupportedGguf`] for an absent or unknown `general.architecture`.
+pub(crate) fn arch_of(meta: &Metadata, path: &std::path::Path) -> Result<Arch> {
+    let name = meta.get_str("general.architecture")?.unwrap_or("");
+    Arch::ALL
+        .into_iter()
+        .find(|a| a.name() == name)
+        .ok_or_else(|| Error::UnsupportedGguf {
+            path: path.to_path_buf(),
+            what: "metadata `general.architecture`".into(),
+            message: format!(
+                "`{name}` is not supported; supported: {}",
+                Arch::ALL.map(Arch::name).join(", ")
+            ),
+        })
+}
+
+/// Reads the metadata of `model` (architecture `arch`) as a `config.json`.
+///
+/// # Errors
+/// [`Error::Gguf`] for a required key that is absent or of the wrong type,
+/// [`Error::UnsupportedGguf`] for a value the families cannot express.
+pub(crate) fn config_json(model: &GgufModel, arch: Arch) -> Result<ConfigJson> {
+    let meta = model.metadata();
+    let path = model.first().path();
+    let a = arch.name();
+    let key = |k: &str| format!("{a}.{k}");
+    let unsupported = |k: &str, message: String| Error::UnsupportedGguf {
+        path: path.to_path_buf(),
+        what: format!("metadata `{k}`"),
+        message,
+    };
+    let required = |k: &str| -> Result<u32> {
+        meta.get_u32(&key(k))?
+            .ok_or_else(|| Error::Gguf(meta.error(&key(k), "required, absent")))
+    };
+    let layers = required("block_count")?;
+    // Every layer has tensors: a count past the tensors is refused before it sizes anything.
+    let tensors = model.tensors().count() as u64;
+    if u64::from(layers) > tensors {
+        return Err(unsupported(
+            &key("block_count"),
+            format!("{layers} layers, but the file holds only {tensors} tensors"),
+        ));
+    }
+    let hidden = required("embedding_length")?;
+    let heads = required("attention.head_count")?;
+    let kv_heads = meta
+        .get_u32(&key("attention.head_count_kv"))?
+        .unwrap_or(heads);
+    let eps = meta
+        .get_f32(&key("attention.layer_norm_rms_epsilon"))?
+        .ok_or_else(|| {
+            Error::Gguf(meta.error(&key("attention.layer_norm_rms_epsilon"), "required, absent"))
+        })?;
+    let mut c = Map::new();
+    c.insert("architectures".into(), json!([arch.hf_architecture()]));
+    c.insert("num_hidden_layers".into(), json!(layers));
+    c.insert("hidden_size".into(), json!(hidden));
+    c.insert(
+        "intermediate_size".into(),
+        json!(required("feed_forward_length")?),
+    );
+    c.insert("num_attention_heads".into(), json!(heads));
+    c.insert("num_key_value_heads".into(), json!(kv_heads));
+    c.insert("rms_norm_eps".into(), json!(f64::from(eps)));
+    c.insert(
+        "max_position_embeddings".into(),
+        json!(required("context_length")?),
+    );
+    let theta = meta.get_f32(&key("rope.freq_base"))?.unwrap_or(10_000.0);
+    c.insert("rope_theta".into(), json!(f64::from(theta)));
+
+    let head_dim = meta.get_u32(&key("attention.key_length"))?;
+    if let (Some(k), Some(v)) = (head_dim, meta.get_u32(&key("attention.value_length"))?) {
+        if k != v {
+            return Err(unsupported(
+                &key("attention.value_length"),
+                format!("{v} differs from `attention.key_length` {k}"),
+            ));
+        }
+    }
+    let head_dim = match head_dim {
+        Some(d) => d,
+        None if heads > 0 => hidden / heads,
+        None => 0,
+    };
+    c.insert("head_dim".into(), json!(head_dim));
+    if let Some(rope_dim) = meta.get_u32(&key("rope.dimension_count"))? {
+        if rope_dim != head_dim {
+            return Err(unsupported(
+                &key("rope.dimension_count"),
+                format!("{rope_dim} rotary dimensions of a head of {head_dim} (partial rotary) is not supported"),
+            ));
+        }
+    }
+    if let Some(n) = meta.get_u32(&key("expert_count"))? {
+        if n > 0 {
+            return Err(unsupported(
+                &key("expert_count"),
+                format!("{n} experts: mixture-of-experts models are not supported"),
+            ));
+        }
+    }
+    if let Some(scaling) = rope_scaling(meta, &key, &unsupported)? {
+        c.insert("rope_scaling".into(), scaling);
+    }
+    if model.tensor("rope_freqs.weight").is_some() {
+        return Err(unsupported(
+            "rope_freqs.weight",
+            "per-dimension rope frequency factors (Llama 3 rope scaling) are not supported yet"
+                .into(),
+        ));
+    }
+
+    let embd = model
+        .tensor("token_embd.weight")
+        .map(|(_, t)| t.dims.clone())
+        .ok_or_else(|| Error::MissingTensor {
+            path: path.to_path_buf(),
+            name: "token_embd.weight".into(),
+        })?;
+    let vocab = embd.get(1).copied().unwrap_or(0);
+    if let Some(n) = meta.get_u64(&key("vocab_size"))? {
+        if n != vocab {
+            return Err(unsupported(
+                &key("vocab_size"),
+                format!("{n}, but token_embd.weight has {vocab} rows"),
+            ));
+        }
+    }
+    c.insert("vocab_size".into(), json!(vocab));
+    c.insert(
+        "tie_word_embeddings".into(),
+        json!(model.tensor("output.weight").is_none()),
+    );
+    let has = |name: &str| model.tensor(name).is_some();
+    c.insert("attention_bias".into(), json!(has("blk.0.attn_q.bias")));
+    c.insert("mlp_bias".into(), json!(has("blk.0.ffn_up.bias")));
+    for (field, k) in [
+        ("bos_token_id", "tokenizer.ggml.bos_token_id"),
+        ("eos_token_id", "tokenizer.ggml.eos_token_id"),
+    ] {
+        if let Some(id) = meta.get_u32(k)? {
+            c.insert(field.into(), json!(id));
+        }
+    }
+    match arch {
+        Arch::Llama | Arch::Qwen2 | Arch::Qwen3 => {}
+        Arch::Gemma2 | Arch::Gemma3 => gemma(meta, arch, layers, hidden, heads, head_dim, &mut c)?,
+    }
+    let text = Json::Object(c).to_string();
+    Ok(ConfigJson::from_json(path, &text)?)
+}
+
+/// `{arch}.rope.scaling.*` as `rope_scaling`, or `None` for none.
+fn rope_scaling(
+    meta: &Metadata,
+    key: &dyn Fn(&str) -> String,
+    unsupported: &dyn Fn(&str, String) -> Error,
+) -> Result<Option<Json>> {
+    let kind = meta.get_str(&key("rope.scaling.type"))?;
+    let factor = meta.get_f32(&key("rope.scaling.factor"))?;
+    let linear = |factor: f32| json!({"rope_type": "linear", "factor": f64::from(factor)});
+    match (kind, factor) {
+        (None | Some("none"), _) => match meta.get_f32(&key("rope.scale_linear"))? {
+            Some(f) if f != 1.0 => Ok(Some(linear(f))),
+            _ => Ok(None),
+        },
+        (Some("linear"), Some(f)) => Ok(Some(linear(f))),
+        (Some("linear"), None) => Err(unsupported(
+            &key("rope.scaling.factor"),
+            "absent, but `rope.scaling.type` is linear".into(),
+        )),
+        (Some(other), _) => Err(unsupported(
+            &key("rope.scaling.type"),
+            format!("`{other}` is not supported (none and linear are)"),
+        )),
+    }
+}
+
+/// Gemma 2 and 3's fields: softcaps, sliding windows, the attention scale.
+fn gemma(
+    meta: &Metadata,
+    arch: Arch,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    head_dim: u32,
+    c: &mut Map<String, Json>,
+) -> Result<()> {
+    let a = arch.name();
+    let key = |k: &str| format!("{a}.{k}");
+    c.insert("hidden_activation".into(), json!("gelu_pytorch_tanh"));
+    // llama.cpp scales by 1/sqrt(hidden/heads) for the 27B models, else 1/sqrt(head_dim).
+    let is_27b = (arch == Arch::Gemma2 && layers == 46) || (arch == Arch::Gemma3 && layers == 62);
+    let scalar = match is_27b {
+        true if heads > 0 => hidden / heads,
+        _ => head_dim,
+    };
+    c.insert("query_pre_attn_scalar".into(), json!(scalar));
+    for field in ["attn_logit_softcapping", "final_logit_softcapping"] {
+        let v = meta.get_f32(&key(field))?.map(f64::from);
+        c.insert(field.into(), json!(v));
+    }
+    let window = meta.get_u32(&key("attention.sliding_window"))?;
+    c.insert("sliding_window".into(), json!(window));
+    // Which layers slide: llama.cpp's fixed patterns (Gemma 2: even layers; Gemma 3: five of
+    // every six), or `attention.sliding_window_pattern` when the file has it.
+    let period = match (arch, meta.get(&key("attention.sliding_window_pattern"))) {
+        (_, Some(_)) => meta
+            .get_u32(&key("attention.sliding_window_pattern"))?
+            .unwrap_or(0),
+        (Arch::Gemma2, None) => 2,
+        _ => 6,
+    };
+    let types: Vec<&str> = (0..layers)
+        .map(
+            |i| match window.is_some() && period > 0 && i % period < period - 1 {
+                true => "sliding_attention",
+                false => "full_attention",
+            },
+        )
+        .collect();
+    c.insert("layer_types".into(), json!(types));
+    if arch == Arch::Gemma3 {
+        let local = meta
+            .get_f32(&key("rope.freq_base_swa"))?
+            .unwrap_or(10_000.0);
+        c.insert("rope_local_base_freq".into(), json!(f64::from(local)));
+    }
+    Ok(())
+}

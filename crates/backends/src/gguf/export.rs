@@ -1,0 +1,190 @@
+//! Writing a Hugging Face checkpoint as a GGUF file the way `convert_hf_to_gguf.py` lays it
+//! out: the `{arch}.*` keys [`super::config`] reads back, tensors under GGUF names in GGUF
+//! dims, the q/k rows of a `llama` file permuted (`LlamaModel.permute`), vectors in F32 and
+//! matrices in F32, F16 or BF16. It is what the tests compare the GGUF path with, and the
+//! float part of a quantize command; the tokenizer metadata is not written (a file without
+//! it loads, but has no tokenizer).
+//!
+//! Only what the reader reads back unchanged is written: a configuration GGUF cannot express
+//! (sliding windows outside Gemma, Llama 3 rope scaling, Gemma's own attention scale) is an
+//! error naming it, not a different model.
+
+use std::path::Path;
+
+use sieve_gguf::{GgmlType, Value, Writer};
+
+use super::config::Arch;
+use super::names::to_gguf;
+use super::tensors::unpermute_order;
+use crate::model::RopeScaling;
+use crate::{Error, ModelDir, Result};
+
+/// Writes the model of `dir` (a Hugging Face directory of a `llama`, `mistral`, `qwen2` or
+/// `qwen3` family model) to `out` as GGUF, with every matrix in `matrix_type` (F32, F16 or
+/// BF16, rounded to nearest, ties to even) and every vector in F32.
+///
+/// # Errors
+/// [`Error::UnsupportedGguf`] (naming `out`) for a family or option GGUF cannot express, or
+/// a matrix type that is not a float type; the checkpoint's errors; [`Error::Gguf`] when
+/// writing fails.
+pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<()> {
+    let refuse = |what: &str, message: String| Error::UnsupportedGguf {
+        path: out.to_path_buf(),
+        what: what.to_string(),
+        message,
+    };
+    let arch = match dir.family().model_type() {
+        "llama" | "mistral" => Arch::Llama,
+        "qwen2" => Arch::Qwen2,
+        "qwen3" => Arch::Qwen3,
+        other => {
+            return Err(refuse(
+                "family",
+                format!("`{other}` is not exported (llama, mistral, qwen2, qwen3 are)"),
+            ))
+        }
+    };
+    if !matches!(matrix_type, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+        return Err(refuse(
+            "type",
+            format!("{matrix_type} is not a float type (F32, F16, BF16)"),
+        ));
+    }
+    let config = dir.transformer_config();
+    let Some(first) = config.layers.first() else {
+        return Err(refuse("layers", "the model has no layer".into()));
+    };
+    if config
+        .layers
+        .iter()
+        .any(|l| l.attention.sliding_window.is_some())
+    {
+        return Err(refuse(
+            "sliding_window",
+            format!(
+                "GGUF's `{}` architecture has no sliding window",
+                arch.name()
+            ),
+        ));
+    }
+    let a = arch.name();
+    let att = &first.attention;
+    let mut w = Writer::new();
+    let u32v = |n: usize| Value::U32(n as u32);
+    w.metadata("general.architecture", Value::String(a.into()));
+    w.metadata(format!("{a}.block_count"), u32v(config.layers.len()));
+    w.metadata(format!("{a}.context_length"), u32v(config.context_len));
+    w.metadata(format!("{a}.embedding_length"), u32v(config.hidden_size()));
+    w.metadata(
+        format!("{a}.feed_forward_length"),
+        u32v(first.mlp.intermediate_size),
+    );
+    w.metadata(format!("{a}.attention.head_count"), u32v(att.num_heads));
+    w.metadata(
+        format!("{a}.attention.head_count_kv"),
+        u32v(att.num_kv_heads),
+    );
+    w.metadata(format!("{a}.attention.key_length"), u32v(att.head_dim));
+    w.metadata(format!("{a}.attention.value_length"), u32v(att.head_dim));
+    w.metadata(
+        format!("{a}.rope.dimension_count"),
+        u32v(config.rope.head_dim),
+    );
+    w.metadata(
+        format!("{a}.attention.layer_norm_rms_epsilon"),
+        Value::F32(config.norm.eps as f32),
+    );
+    w.metadata(
+        format!("{a}.rope.freq_base"),
+        Value::F32(config.rope.theta as f32),
+    );
+    match config.rope.scaling {
+        RopeScaling::None => {}
+        RopeScaling::Linear { factor } => {
+            w.metadata(
+                format!("{a}.rope.scaling.type"),
+                Value::String("linear".into()),
+            );
+            w.metadata(
+                format!("{a}.rope.scaling.factor"),
+                Value::F32(factor as f32),
+            );
+        }
+        RopeScaling::Llama3 { .. } => {
+            return Err(refuse(
+                "rope_scaling",
+                "llama3 rope scaling is not read back from GGUF yet".into(),
+            ))
+        }
+    }
+    if let Some(bos) = dir.bos_id() {
+        w.metadata("tokenizer.ggml.bos_token_id", Value::U32(bos));
+    }
+    if let Some(&eos) = dir.eos_ids().first() {
+        w.metadata("tokenizer.ggml.eos_token_id", Value::U32(eos));
+    }
+    let checkpoint = dir.checkpoint()?;
+    let mut tensors: Vec<(String, Vec<usize>)> = checkpoint
+        .shapes()
+        .map(|(_, name, shape)| (name.to_string(), shape.to_vec()))
+        .collect();
+    tensors.sort();
+    for (name, shape) in tensors {
+        if config.embedding.tied && name == "lm_head.weight" {
+            continue;
+        }
+        let Some(gguf) = to_gguf(&name, arch.sandwich()) else {
+            return Err(refuse(
+                &format!("tensor `{name}`"),
+                "has no GGUF name".into(),
+            ));
+        };
+        let mut values = checkpoint.tensor_f32(&name, &shape)?;
+        let rows = shape.first().copied().unwrap_or(1);
+        if arch.permuted_qk() {
+            let heads = if name.contains("self_attn.q_proj.") {
+                Some(att.num_heads)
+            } else if name.contains("self_attn.k_proj.") {
+                Some(att.num_kv_heads)
+            } else {
+                None
+            };
+            if let Some(n_head) = heads {
+                values = permute_rows(&values, rows, n_head);
+            }
+        }
+        let dims: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
+        let ty = if shape.len() == 1 {
+            GgmlType::F32
+        } else {
+            matrix_type
+        };
+        let bytes: Vec<u8> = match ty {
+            GgmlType::F16 => values
+                .iter()
+                .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+                .collect(),
+            GgmlType::BF16 => values
+                .iter()
+                .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+                .collect(),
+            _ => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        w.tensor(gguf, ty, &dims, bytes)?;
+    }
+    w.write_file(out)?;
+    Ok(())
+}
+
+/// `LlamaModel.permute` applied to the rows of a row-major matrix (or vector) of `rows` rows
+/// in `n_head` heads: stored row `h·d + 2i + j` is Hugging Face row `h·d + j·d/2 + i`.
+fn permute_rows(values: &[f32], rows: usize, n_head: usize) -> Vec<f32> {
+    let width = values.len() / rows.max(1);
+    let order = unpermute_order(rows, n_head);
+    let mut out = vec![0f32; values.len()];
+    for (hf_row, &stored) in order.iter().enumerate() {
+        out[stored * width..(stored + 1) * width]
+            .copy_from_slice(&values[hf_row * width..(hf_row + 1) * width]);
+    }
+    out
+}

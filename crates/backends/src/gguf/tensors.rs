@@ -1,0 +1,335 @@
+//! A GGUF model's tensors under the Hugging Face names the loader asks for (see
+//! [`super::names`]), in the shape PyTorch gives them (GGUF's dims reversed), handed out as
+//! their bytes in the memory map.
+//!
+//! For architecture `llama`, `convert_hf_to_gguf.py` (`LlamaModel.permute`) reorders the rows
+//! of `q_proj` and `k_proj` (weights and biases) within each head so that the two rotary
+//! halves interleave (llama.cpp's `LLAMA_ROPE_TYPE_NORM`): row `2i + j` of a head holds what
+//! was row `j·d/2 + i` (`d` the head width, `i < d/2`, `j ∈ {0, 1}`). The loader undoes it,
+//! so the model computes exactly what it computes from the Hugging Face weights. The rows are
+//! put back in order in memory of their own (a whole row is whole blocks for every type, so
+//! this is a copy of rows, never a conversion), and the map's pages of the permuted original
+//! are given back to the kernel: the resident size stays that of the file. (Only the q and k
+//! matrices are copied, a sixth to a third of a layer's weights.)
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use sieve_gguf::{GgmlType, GgufFile, GgufModel, TensorInfo};
+use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
+
+use super::config::Arch;
+use super::names::{to_gguf, to_hf};
+use crate::dtype::{convert, WeightDtype};
+use crate::{Error, Result};
+
+/// Where a tensor is: its shard and its index in that shard's tensors, and its shape in
+/// PyTorch's order.
+#[derive(Debug, Clone)]
+struct Entry {
+    shard: usize,
+    index: usize,
+    shape: Vec<usize>,
+}
+
+/// The tensors of a GGUF model by Hugging Face name.
+#[derive(Debug, Clone)]
+pub struct GgufTensors {
+    model: GgufModel,
+    arch: Arch,
+    /// Hugging Face name to where the tensor is.
+    entries: HashMap<String, Entry>,
+    /// `(num_heads, num_kv_heads)` when the q/k rows are to be un-permuted.
+    heads: Option<(usize, usize)>,
+}
+
+impl GgufTensors {
+    /// The tensors of `model` (architecture `arch`); with `heads` (`num_attention_heads`,
+    /// `num_key_value_heads`), the q/k rows of a `llama` file are put back in Hugging Face
+    /// order.
+    ///
+    /// # Errors
+    /// [`Error::BadTensor`] for a tensor whose dims do not fit this machine.
+    pub fn new(model: GgufModel, arch: Arch, heads: (usize, usize)) -> Result<Self> {
+        let mut entries = HashMap::new();
+        for (s, shard) in model.shards().iter().enumerate() {
+            for (i, t) in shard.tensors().iter().enumerate() {
+                let Some(hf) = to_hf(&t.name, arch.sandwich()) else {
+                    continue;
+                };
+                let shape = t
+                    .shape()
+                    .into_iter()
+                    .map(usize::try_from)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|_| Error::BadTensor {
+                        path: shard.path().to_path_buf(),
+                        name: t.name.clone(),
+                        message: format!("dims {:?} do not fit this machine", t.dims),
+                    })?;
+                entries.insert(
+                    hf,
+                    Entry {
+                        shard: s,
+                        index: i,
+                        shape,
+                    },
+                );
+            }
+        }
+        Ok(GgufTensors {
+            model,
+            arch,
+            entries,
+            heads: arch.permuted_qk().then_some(heads),
+        })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &GgufModel {
+        &self.model
+    }
+
+    /// Bytes of tensor data in all shards.
+    pub fn total_bytes(&self) -> u64 {
+        self.model.data_bytes()
+    }
+
+    /// Every tensor the model may load: shard, Hugging Face name, PyTorch shape.
+    pub fn shapes(&self) -> impl Iterator<Item = (&Path, &str, &[usize])> {
+        self.entries.iter().map(|(name, e)| {
+            (
+                self.model.shards()[e.shard].path(),
+                name.as_str(),
+                e.shape.as_slice(),
+            )
+        })
+    }
+
+    /// Every shard's path.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.model.shards().iter().map(GgufFile::path)
+    }
+
+    /// Whether the model has the tensor `name` (Hugging Face naming).
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+
+    /// The shard and info of `name`, checked against `shape`.
+    fn find(&self, name: &str, shape: &[usize]) -> Result<(&GgufFile, &TensorInfo)> {
+        let gguf = to_gguf(name, self.arch.sandwich()).unwrap_or_else(|| name.to_string());
+        let Some(e) = self.entries.get(name) else {
+            return Err(Error::MissingTensor {
+                path: self.model.first().path().to_path_buf(),
+                name: format!("{gguf}` (`{name}`"),
+            });
+        };
+        let shard = &self.model.shards()[e.shard];
+        let info = &shard.tensors()[e.index];
+        if e.shape != shape {
+            return Err(Error::TensorShape {
+                path: shard.path().to_path_buf(),
+                name: info.name.clone(),
+                expected: shape.to_vec(),
+                found: e.shape.clone(),
+            });
+        }
+        Ok((shard, info))
+    }
+
+    /// The kernels' element type of a stored tensor, or [`Error::TensorDtype`].
+    fn kernel_dtype(shard: &GgufFile, info: &TensorInfo) -> Result<KernelDtype> {
+        match info.ggml_type {
+            GgmlType::F32 => Ok(KernelDtype::F32),
+            GgmlType::F16 => Ok(KernelDtype::F16),
+            GgmlType::BF16 => Ok(KernelDtype::Bf16),
+            other => Err(Error::TensorDtype {
+                path: shard.path().to_path_buf(),
+                name: info.name.clone(),
+                found: format!(
+                    "{other} (GGUF type {}{})",
+                    other.id(),
+                    if other.is_quantized() {
+                        "; quantized matrices are not computed yet"
+                    } else {
+                        ""
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// The order to read rows of `name` in (`rows` of them) so that they come out in Hugging
+    /// Face order, or `None` when the stored order is that order.
+    fn row_order(&self, name: &str, rows: usize) -> Option<Vec<usize>> {
+        let (heads, kv_heads) = self.heads?;
+        let n_head = if name.ends_with("self_attn.q_proj.weight")
+            || name.ends_with("self_attn.q_proj.bias")
+        {
+            heads
+        } else if name.ends_with("self_attn.k_proj.weight")
+            || name.ends_with("self_attn.k_proj.bias")
+        {
+            kv_heads
+        } else {
+            return None;
+        };
+        if n_head == 0 || !rows.is_multiple_of(2 * n_head) {
+            return None;
+        }
+        Some(unpermute_order(rows, n_head))
+    }
+
+    /// The element type [`GgufTensors::tensor_weights`] gives `name` in.
+    ///
+    /// # Errors
+    /// As [`GgufTensors::tensor_weights`].
+    pub fn weights_dtype(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        dtype: WeightDtype,
+    ) -> Result<KernelDtype> {
+        let (shard, info) = self.find(name, &[rows, cols])?;
+        Ok(dtype.resolve(Self::kernel_dtype(shard, info)?))
+    }
+
+    /// The tensor `name` as `f32` values in row-major order (q/k rows un-permuted), checked
+    /// against `shape`, and the bytes it takes in the file.
+    ///
+    /// # Errors
+    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`] for a type
+    /// other than F32, F16 and BF16.
+    pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<(Vec<f32>, usize)> {
+        let (shard, info) = self.find(name, shape)?;
+        let dtype = Self::kernel_dtype(shard, info)?;
+        let bytes = shard.tensor_bytes(info);
+        let values: Vec<f32> = match dtype {
+            KernelDtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            KernelDtype::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect(),
+            KernelDtype::Bf16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect(),
+        };
+        let rows = shape.first().copied().unwrap_or(1);
+        let values = match self.row_order(name, rows) {
+            Some(order) => {
+                let width = values.len() / rows.max(1);
+                order
+                    .iter()
+                    .flat_map(|&r| &values[r * width..(r + 1) * width])
+                    .copied()
+                    .collect()
+            }
+            None => values,
+        };
+        Ok((values, bytes.len()))
+    }
+
+    /// The `[rows, cols]` matrix `name` as its bytes in the memory map (no copy), in `dtype`
+    /// resolved against the stored one (converted into memory of its own when they differ);
+    /// q/k rows of a `llama` file are put back in order in memory of their own.
+    ///
+    /// # Errors
+    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`].
+    pub fn tensor_weights(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        dtype: WeightDtype,
+    ) -> Result<Weights> {
+        let (shard, info) = self.find(name, &[rows, cols])?;
+        let stored = Self::kernel_dtype(shard, info)?;
+        let wanted = dtype.resolve(stored);
+        let start = info.file_offset as usize;
+        let range = start..start + info.size as usize;
+        let order = self.row_order(name, rows);
+        let (storage, range): (Storage, _) = if order.is_none() && wanted == stored {
+            (shard.storage().clone(), range)
+        } else {
+            let bytes = shard.tensor_bytes(info);
+            let bytes = match &order {
+                Some(order) => {
+                    let width = bytes.len() / rows.max(1);
+                    order
+                        .iter()
+                        .flat_map(|&r| &bytes[r * width..(r + 1) * width])
+                        .copied()
+                        .collect()
+                }
+                None => bytes.to_vec(),
+            };
+            let bytes = match wanted == stored {
+                true => bytes,
+                false => convert(&bytes, stored, wanted),
+            };
+            shard.release(info);
+            let len = bytes.len();
+            (Arc::new(bytes), 0..len)
+        };
+        Weights::new(storage, range, wanted, rows, cols).map_err(|e| Error::BadTensor {
+            path: shard.path().to_path_buf(),
+            name: info.name.clone(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// The stored row to read for each Hugging Face row of a matrix of `rows` rows in `n_head`
+/// heads, undoing `LlamaModel.permute`: Hugging Face row `h·d + j·d/2 + i` is stored at row
+/// `h·d + 2i + j`.
+pub(crate) fn unpermute_order(rows: usize, n_head: usize) -> Vec<usize> {
+    let d = rows / n_head;
+    let half = d / 2;
+    (0..rows)
+        .map(|r| {
+            let (h, within) = (r / d, r % d);
+            let (j, i) = (within / half, within % half);
+            h * d + 2 * i + j
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpermute_order;
+
+    /// The converter's permutation, written from its definition: reshape the rows to
+    /// `[n_head, 2, d/2]`, swap the last two axes, flatten.
+    fn permute_order(rows: usize, n_head: usize) -> Vec<usize> {
+        let half = rows / n_head / 2;
+        let mut out = Vec::new();
+        for h in 0..n_head {
+            for i in 0..half {
+                for j in 0..2 {
+                    out.push(h * 2 * half + j * half + i);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn unpermuting_undoes_the_converter() {
+        for (rows, heads) in [(8, 1), (64, 4), (48, 3)] {
+            // stored[k] = hf[permute[k]]; reading stored[unpermute[r]] gives hf[r].
+            let permute = permute_order(rows, heads);
+            let unpermute = unpermute_order(rows, heads);
+            for r in 0..rows {
+                assert_eq!(permute[unpermute[r]], r, "{rows} rows, {heads} heads");
+            }
+        }
+        assert_eq!(unpermute_order(4, 1), [0, 2, 1, 3]);
+    }
+}
