@@ -168,10 +168,7 @@ impl PyPipeline {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Pipeline({:?}, seed={})",
-            self.lock().canonical(),
-            self.lock().seed()
-        )
+        let seq = self.lock();
+        format!("Pipeline({:?}, seed={})", seq.canonical(), seq.seed())
     }
 }
