@@ -44,7 +44,11 @@ pub fn step_rows(
     if rows > 1 && stride < vocab {
         return Err(Error::Input(format!("row stride {stride} < vocabulary {vocab}")).into());
     }
-    let span = if rows == 0 { 0 } else { (rows - 1) * stride + vocab };
+    let span = if rows == 0 {
+        0
+    } else {
+        (rows - 1) * stride + vocab
+    };
     let all = Raw::checked::<f32>(logits, span, "logits")?;
     let mut rows_in = Vec::with_capacity(rows);
     for (i, &(addr, len, prompt_len)) in histories.iter().enumerate() {
@@ -69,8 +73,10 @@ pub fn step_rows(
             }
         }
     }
-    let natives: Vec<Option<&PyPipeline>> =
-        pipelines.iter().map(|p| p.as_ref().map(|p| p.get())).collect();
+    let natives: Vec<Option<&PyPipeline>> = pipelines
+        .iter()
+        .map(|p| p.as_ref().map(|p| p.get()))
+        .collect();
     let threads = threads.clamp(1, rows.max(1));
     let tokens = py.detach(|| {
         guard(|| {
@@ -121,9 +127,7 @@ unsafe fn run(
             .chunks_mut(chunk)
             .zip(rows.chunks(chunk))
             .enumerate()
-            .map(|(c, (seqs, rows))| {
-                scope.spawn(move || guard(|| step(seqs, rows, c * chunk)))
-            })
+            .map(|(c, (seqs, rows))| scope.spawn(move || guard(|| step(seqs, rows, c * chunk))))
             .collect();
         handles
             .into_iter()

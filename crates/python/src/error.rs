@@ -104,15 +104,15 @@ impl From<Error> for PyErr {
                     diagnostic,
                     line,
                     column,
-                } => classes
-                    .pipeline
-                    .bind(py)
-                    .call1((message.as_str(), diagnostic.as_str(), *line, *column)),
+                } => classes.pipeline.bind(py).call1((
+                    message.as_str(),
+                    diagnostic.as_str(),
+                    *line,
+                    *column,
+                )),
                 Error::Plugin(m) => classes.plugin.bind(py).call1((m.as_str(),)),
                 Error::Sampling(m) => classes.sampling.bind(py).call1((m.as_str(),)),
-                Error::Input(m) | Error::Tokenizer(m) => {
-                    return PyValueError::new_err(m.clone())
-                }
+                Error::Input(m) | Error::Tokenizer(m) => return PyValueError::new_err(m.clone()),
                 Error::Internal(_) => classes.base.bind(py).call1((error.to_string(),)),
             };
             match made {

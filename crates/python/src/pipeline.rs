@@ -135,9 +135,8 @@ impl PyPipeline {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let inputs = Inputs::new(logits, history, prompt_len)?;
         // SAFETY: as in `_select`.
-        let (ids, probs) = py.detach(|| {
-            guard(|| unsafe { inputs.with(|l, h| self.lock().probabilities(l, h)) })
-        })?;
+        let (ids, probs) =
+            py.detach(|| guard(|| unsafe { inputs.with(|l, h| self.lock().probabilities(l, h)) }))?;
         let ids: Vec<u8> = ids.iter().flat_map(|x| x.to_ne_bytes()).collect();
         let probs: Vec<u8> = probs.iter().flat_map(|x| x.to_ne_bytes()).collect();
         Ok((PyBytes::new(py, &ids), PyBytes::new(py, &probs)))

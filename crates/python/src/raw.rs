@@ -23,7 +23,7 @@ impl Raw {
     /// # Errors
     /// [`Error::Input`] naming `what`.
     pub fn checked<T>(addr: usize, len: usize, what: &str) -> Result<Raw, Error> {
-        if len > 0 && (addr == 0 || addr % std::mem::align_of::<T>() != 0) {
+        if len > 0 && (addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>())) {
             return Err(Error::Input(format!(
                 "{what}: address {addr:#x} is null or not aligned for its element type"
             )));

@@ -3,7 +3,9 @@ use std::sync::Arc;
 use super::*;
 
 fn logits() -> Vec<f32> {
-    (0..50).map(|i| ((i * 37 % 11) as f32) * 0.3 - 1.0).collect()
+    (0..50)
+        .map(|i| ((i * 37 % 11) as f32) * 0.3 - 1.0)
+        .collect()
 }
 
 fn seq(text: &str, seed: u64) -> Sequence {
@@ -117,7 +119,10 @@ fn fork_carries_the_accepted_tokens_and_reset_forgets_them() {
     assert_eq!(b.accepted(), &[best]);
     let h = [best];
     let after = b.select(&logits(), History::prompt(&h)).unwrap();
-    assert_ne!(after, best, "the penalty moved the forked copy off the token");
+    assert_ne!(
+        after, best,
+        "the penalty moved the forked copy off the token"
+    );
     assert_eq!(a.select(&logits(), History::prompt(&h)).unwrap(), after);
     a.reset();
     assert!(a.accepted().is_empty());
@@ -129,9 +134,15 @@ fn bad_input_is_an_error_naming_where() {
     let mut nan = logits();
     nan[3] = f32::NAN;
     let err = s.select(&nan, History::prompt(&[])).unwrap_err();
-    assert_eq!(err.to_string(), "logit 3 is NaN; logits must be finite or -inf");
+    assert_eq!(
+        err.to_string(),
+        "logit 3 is NaN; logits must be finite or -inf"
+    );
     let err = s.select(&logits(), History::prompt(&[99])).unwrap_err();
-    assert_eq!(err.to_string(), "history token 0 is 99, beyond the 50 logits");
+    assert_eq!(
+        err.to_string(),
+        "history token 0 is 99, beyond the 50 logits"
+    );
     let h = History {
         tokens: &[1],
         prompt_len: 2,
@@ -141,7 +152,10 @@ fn bad_input_is_an_error_naming_where() {
         .select(&[f32::NEG_INFINITY; 4], History::prompt(&[]))
         .unwrap_err();
     assert!(matches!(err, Error::Sampling(_)), "{err:?}");
-    assert!(matches!(s.select(&[], History::prompt(&[])), Err(Error::Input(_))));
+    assert!(matches!(
+        s.select(&[], History::prompt(&[])),
+        Err(Error::Input(_))
+    ));
 }
 
 #[test]
