@@ -178,7 +178,7 @@ pub struct BeamOptions<'a> {
     pub max_tokens: usize,
     /// End-of-sequence ids: a continuation with one of them finishes its hypothesis.
     pub eos: Vec<u32>,
-    /// The vocabulary, passed to the stages in their [`Context`].
+    /// The vocabulary, passed to the stages in their [`Context`](sieve_core::Context).
     pub vocab: Option<&'a Vocab>,
     /// Whether every prompt token is passed to [`Pipeline::accept`] before the first step
     /// (as [`GenerateOptions::accept_prompt`](crate::GenerateOptions::accept_prompt)).
