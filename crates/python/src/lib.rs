@@ -31,6 +31,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(listing::check, m)?)?;
+    m.add_function(wrap_pyfunction!(listing::parse, m)?)?;
     m.add_function(wrap_pyfunction!(listing::samplers, m)?)?;
     m.add_function(wrap_pyfunction!(listing::load_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(batch::step_rows, m)?)?;

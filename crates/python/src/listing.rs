@@ -24,6 +24,19 @@ pub fn check(text: &str) -> PyResult<String> {
     Ok(canonical)
 }
 
+/// The canonical form of `text` after parsing and validating it against the stages' schemas
+/// (names, types, ranges), without building it: what can be checked without a vocabulary.
+#[pyfunction]
+pub fn parse(text: &str) -> PyResult<String> {
+    let canonical = guard(|| {
+        let registry = registry::current();
+        let parsed =
+            sieve_dsl::Parsed::parse(text, &registry).map_err(|d| Error::pipeline(&d, text))?;
+        Ok(parsed.spec().to_string())
+    })?;
+    Ok(canonical)
+}
+
 /// Every known stage, sorted by name, as dicts (the shape of `sieve samplers --json`).
 #[pyfunction]
 pub fn samplers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {

@@ -1,0 +1,304 @@
+"""sieve pipelines in vLLM: ``SieveLogitsProcessor``, a vLLM V1 logits processor.
+
+Register it by class path (``LLM(logits_processors=["sieve.vllm:SieveLogitsProcessor"])`` or
+``--logits-processors sieve.vllm:SieveLogitsProcessor``); installing the package also
+registers it under vLLM's ``vllm.logits_processors`` entry point group. Each request brings
+its own pipeline:
+
+.. code-block:: python
+
+    SamplingParams(temperature=0.0, max_tokens=64,
+                   extra_args={"sampler": "penalty(1.1) | top_k(40) | temp(0.8) | dist",
+                               "seed": 7})
+
+or, through vLLM's OpenAI server, ``"vllm_xargs": {"sampler": "...", "seed": 7}``.
+
+- ``sampler``: the pipeline text. A request without one passes through untouched. A pipeline
+  that does not compile is refused at validation (``ValueError`` with the caret diagnostic:
+  HTTP 400 through the server).
+- ``seed``: for the pipeline's random stages (default: the request's ``SamplingParams.seed``,
+  else a random one).
+- ``sampler_mode``: ``"select"`` (default) or ``"distribution"``:
+
+  - ``select``: sieve's selector picks the token with its own seeded random stream and the row
+    becomes ``-inf`` except that token, which vLLM's sampling step then takes whatever its
+    own settings (greedy or not). The processor is not argmax-invariant and says so.
+  - ``distribution``: every stage but the selector; the row holds the pipeline's
+    distribution for vLLM to draw from. Leave vLLM's own knobs neutral for the request
+    (``temperature=1.0, top_k=-1 (or 0), top_p=1.0, min_p=0``, no penalties), or they shape
+    the distribution again.
+
+Each request keeps its own stage state and random stream while it joins, leaves and moves
+between batch rows; its stages see the prompt (accepted first, as ``sieve generate`` does)
+and then every token vLLM appends to it. Stages that name tokens by text get the model's
+vocabulary, read from the model directory's ``tokenizer.json``.
+
+Model Runner V2 (vLLM's ``add_request`` / ``apply(logits, ctx)`` interface) needs
+``SieveLogitsProcessorV2`` (defined when the installed vLLM has that interface).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from . import _arrays, _native
+from ._errors import PipelineError
+from ._pipeline import Pipeline
+from ._vocab import Vocab, vocab_from_tokenizer
+from .batch import default_threads
+
+try:  # vLLM's V1 interface
+    from vllm.v1.sample.logits_processor import LogitsProcessor as _V1Base
+    from vllm.v1.sample.logits_processor import MoveDirectionality
+except ImportError:  # vLLM is not installed (or too old): the class still works with fakes
+    _V1Base = object  # type: ignore[misc,assignment]
+    MoveDirectionality = None  # type: ignore[assignment]
+
+try:  # Model Runner V2's interface
+    from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsProcessor as _V2Base
+except ImportError:
+    _V2Base = None
+
+__all__ = ["SieveLogitsProcessor", "request_args", "validate"]
+
+logger = logging.getLogger(__name__)
+
+SAMPLER = "sampler"
+SEED = "seed"
+MODE = "sampler_mode"
+MODES = ("select", "distribution")
+
+
+def request_args(params: Any) -> Optional[Tuple[str, Optional[int], str]]:
+    """The request's ``(pipeline, seed, mode)`` from ``params.extra_args``, ``None`` when it
+    names no pipeline. Raises ``ValueError`` for values of the wrong type."""
+    args = getattr(params, "extra_args", None) or {}
+    if SAMPLER not in args or args[SAMPLER] is None:
+        return None
+    text = args[SAMPLER]
+    if not isinstance(text, str):
+        raise ValueError(f"extra_args[{SAMPLER!r}] must be a pipeline string, got {type(text).__name__}")
+    seed = args.get(SEED, getattr(params, "seed", None))
+    if seed is not None:
+        if isinstance(seed, float) and seed.is_integer():
+            seed = int(seed)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise ValueError(f"extra_args[{SEED!r}] must be an integer in [0, 2**64), got {seed!r}")
+    mode = args.get(MODE, "select")
+    if mode not in MODES:
+        raise ValueError(f'extra_args[{MODE!r}] must be "select" or "distribution", got {mode!r}')
+    return text, seed, mode
+
+
+def _needs_vocab(e: PipelineError) -> bool:
+    m = e.message
+    return "vocabulary" in m or "needs a tokenizer" in m
+
+
+def validate(params: Any, vocab: Optional[Vocab] = None) -> None:
+    """Checks a request's pipeline: parsed and validated against the stages' schemas, then
+    built. Without the model's vocabulary at hand (vLLM's front end runs in another process
+    than the engine), a stage that needs one is checked when the engine adds the request.
+    Raises ``ValueError`` (a ``sieve.PipelineError`` carries the caret diagnostic)."""
+    req = request_args(params)
+    if req is None:
+        return
+    text = req[0]
+    _native.parse(text)
+    try:
+        Pipeline(text, 0, vocab)
+    except PipelineError as e:
+        if vocab is not None or not _needs_vocab(e):
+            raise
+
+
+def engine_vocab(vllm_config: Any) -> Optional[Vocab]:
+    """The model's vocabulary from its directory's ``tokenizer.json`` (EOS ids from
+    ``config.json`` and ``generation_config.json``), or ``None`` when there is none."""
+    try:
+        model_config = vllm_config.model_config
+        directory = getattr(model_config, "tokenizer", None) or getattr(model_config, "model", None)
+        path = os.path.join(str(directory), "tokenizer.json")
+        if not os.path.isfile(path):
+            logger.info("sieve: no %s; stages that need the vocabulary will be refused", path)
+            return None
+        eos: List[int] = []
+        for name in ("config.json", "generation_config.json"):
+            try:
+                with open(os.path.join(str(directory), name), encoding="utf-8") as f:
+                    value = json.load(f).get("eos_token_id")
+            except (OSError, ValueError):
+                continue
+            for e in [value] if isinstance(value, int) else (value or []):
+                if e not in eos:
+                    eos.append(int(e))
+        size = model_config.get_vocab_size()
+        return vocab_from_tokenizer(path, eos=eos, size=size)
+    except Exception as e:  # the processor still serves requests that need no vocabulary
+        logger.warning("sieve: could not read the model's vocabulary: %s", e)
+        return None
+
+
+class _Request:
+    """One request's pipeline and the tokens it has seen."""
+
+    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode")
+
+    def __init__(self, pipeline: Pipeline, prompt: Sequence[int], output: List[int], mode: str) -> None:
+        self.pipeline = pipeline
+        self.prompt = [int(t) for t in prompt]
+        self.output = output  # vLLM's live list: it grows as tokens are appended
+        self.accepted = 0
+        self.mode = mode
+        for t in self.prompt:
+            pipeline.accept(t)
+
+    def sync(self) -> None:
+        """Accepts the tokens appended since the last step."""
+        out = self.output
+        while self.accepted < len(out) and out[self.accepted] >= 0:
+            self.pipeline.accept(int(out[self.accepted]))
+            self.accepted += 1
+
+    def history(self) -> np.ndarray:
+        return np.asarray(self.prompt + list(self.output[: self.accepted]), dtype=np.uint32)
+
+
+class Requests:
+    """The requests of a batch by slot, and stepping their rows: the part of the processor
+    that does not depend on vLLM's interface (V1 or Model Runner V2)."""
+
+    def __init__(self, vocab: Optional[Vocab] = None, threads: Optional[int] = None) -> None:
+        self.vocab = vocab
+        self.threads = default_threads() if threads is None else threads
+        self.slots: Dict[int, _Request] = {}
+
+    def add(self, slot: int, params: Any, prompt: Optional[Sequence[int]], output: Optional[List[int]]) -> bool:
+        """Puts a new request in ``slot`` (replacing whatever was there); ``False`` when it
+        names no pipeline (its rows pass through)."""
+        self.slots.pop(slot, None)
+        req = request_args(params)
+        if req is None:
+            return False
+        text, seed, mode = req
+        if seed is None:
+            seed = secrets.randbits(64)
+        try:
+            pipeline = Pipeline(text, seed, self.vocab)
+        except PipelineError as e:
+            # Validation could not build it (no vocabulary in the front end) and it fails
+            # here: the request runs unchanged rather than stopping the engine.
+            logger.error("sieve: request's pipeline refused, its rows pass through:\n%s", e)
+            return False
+        self.slots[slot] = _Request(pipeline, prompt or [], output if output is not None else [], mode)
+        return True
+
+    def remove(self, slot: int) -> None:
+        self.slots.pop(slot, None)
+
+    def move(self, a: int, b: int) -> None:
+        """The request in ``a`` moves to ``b`` (``a`` becomes empty)."""
+        req = self.slots.pop(a, None)
+        self.slots.pop(b, None)
+        if req is not None:
+            self.slots[b] = req
+
+    def swap(self, a: int, b: int) -> None:
+        ra, rb = self.slots.pop(a, None), self.slots.pop(b, None)
+        if ra is not None:
+            self.slots[b] = ra
+        if rb is not None:
+            self.slots[a] = rb
+
+    def sync(self) -> None:
+        for req in self.slots.values():
+            req.sync()
+
+    def apply(self, logits: torch.Tensor, row_slots: Sequence[int]) -> torch.Tensor:
+        """Steps every row whose slot holds a request, in place (through a CPU float32 copy
+        when ``logits`` is elsewhere or another type)."""
+        if not self.slots:
+            return logits
+        rows = [(r, self.slots.get(s)) for r, s in enumerate(row_slots)]
+        rows = [(r, q) for r, q in rows if q is not None]
+        if not rows:
+            return logits
+        direct = logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.stride(1) == 1
+        work = logits if direct else logits.detach().to("cpu", torch.float32).contiguous()
+        vocab = work.shape[1]
+        for mode in MODES:
+            picked = [(r, q) for r, q in rows if q.mode == mode]
+            if not picked:
+                continue
+            natives: List[Any] = [None] * work.shape[0]
+            hist: List[Tuple[int, int, int]] = [(0, 0, 0)] * work.shape[0]
+            keep = []
+            for r, q in picked:
+                natives[r] = q.pipeline._native
+                h = q.history()
+                keep.append(h)
+                hist[r] = (h.ctypes.data, h.size, len(q.prompt))
+            _native.step_rows(natives, work.data_ptr(), work.shape[0], vocab, work.stride(0), hist, mode, self.threads)
+            del keep
+        if not direct:
+            idx = torch.tensor([r for r, _ in rows], dtype=torch.long)
+            logits[idx.to(logits.device)] = work[idx].to(device=logits.device, dtype=logits.dtype)
+        return logits
+
+
+def _is_swap(how: Any) -> bool:
+    if MoveDirectionality is not None:
+        return how == MoveDirectionality.SWAP
+    return str(how).upper().endswith("SWAP")
+
+
+class SieveLogitsProcessor(_V1Base):  # type: ignore[misc,valid-type]
+    """vLLM V1 logits processor running each request's sieve pipeline (see the module doc)."""
+
+    _vocab: Optional[Vocab] = None  # the engine's, for validation in the same process
+
+    @classmethod
+    def validate_params(cls, sampling_params: Any) -> None:
+        """Refuses a request whose pipeline does not compile (``ValueError``, caret
+        diagnostic)."""
+        validate(sampling_params, cls._vocab)
+
+    def __init__(self, vllm_config: Any, device: Any = None, is_pin_memory: bool = False) -> None:
+        vocab = engine_vocab(vllm_config) if vllm_config is not None else None
+        type(self)._vocab = vocab
+        self.requests = Requests(vocab)
+
+    def is_argmax_invariant(self) -> bool:
+        """False: in select mode the token is sieve's, not the argmax."""
+        return False
+
+    def update_state(self, batch_update: Any) -> None:
+        """Applies the batch's changes (removed, then added, then moved) and accepts the
+        tokens appended to every request since the last step."""
+        if batch_update is not None:
+            for slot in batch_update.removed:
+                self.requests.remove(slot)
+            for added in batch_update.added:
+                if len(added) == 4:
+                    slot, params, prompt, output = added
+                else:  # vLLM before 0.10.2: (index, params, output_tok_ids)
+                    slot, params, output = added
+                    prompt = None
+                self.requests.add(slot, params, prompt, output)
+            for a, b, how in batch_update.moved:
+                if _is_swap(how):
+                    self.requests.swap(a, b)
+                else:
+                    self.requests.move(a, b)
+        self.requests.sync()
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """Steps the rows of requests that name a pipeline, in place."""
+        return self.requests.apply(logits, range(logits.shape[0]))
