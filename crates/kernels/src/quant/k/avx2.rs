@@ -10,15 +10,14 @@
 //!
 //! # Safety
 //!
-//! Every `unsafe fn` here needs the CPU features of the entry point that inlines it: AVX2 at
-//! least, and AVX512-VNNI + AVX512-VL for [`Vnni`]. Loads go through [`load`], which reads
+//! Every `unsafe fn` here needs the CPU features of the entry point that inlines it: AVX2 and
+//! F16C at least, and AVX512-VNNI + AVX512-VL for [`Vnni`]. Loads go through [`load`], which reads
 //! from bounds-checked slices.
 
 use std::arch::x86_64::*;
 
-use super::common::{unpack_scale_min_k4, unpack_scales_q3k};
 use super::q8k::BlockQ8K;
-use super::{blocks, q2k, q3k, q4k, q5k, q6k, QuantType};
+use super::{q2k, q3k, q4k, q5k, q6k, QuantType};
 use crate::quant::{tree, BLOCK_LANES};
 
 /// How the `i16` pair products of a sub-block are scaled and accumulated into `i32` lanes:
@@ -75,16 +74,6 @@ unsafe fn bsums(a: &BlockQ8K) -> __m256i {
     unsafe { _mm256_loadu_si256(a.bsums.as_ptr().cast()) }
 }
 
-/// 16 signed byte scales in both 128-bit halves (for [`pair`] and [`same`]).
-///
-/// # Safety
-/// The CPU has AVX2.
-#[inline(always)]
-unsafe fn scale_bytes(sc: &[i8; 16]) -> __m256i {
-    // SAFETY: `sc` is 16 bytes; unaligned load; register ops need AVX2 (our contract).
-    unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(sc.as_ptr().cast())) }
-}
-
 /// `i16` lanes 0..8 = `sc[2g]`, lanes 8..16 = `sc[2g + 1]` (sign-extended): the scales of the
 /// two 16-element sub-blocks a `vpmaddubsw` of 32 elements starting at `32·g` covers.
 ///
@@ -102,52 +91,83 @@ unsafe fn pair(v: __m256i, g: usize) -> __m256i {
     }
 }
 
-/// Every `i16` lane = `sc[s]` (sign-extended): the scale of one 32-element sub-block.
+/// [`pair`] for unsigned byte scales (`< 128`): zero-extended by the shuffle itself.
 ///
 /// # Safety
 /// The CPU has AVX2.
 #[inline(always)]
-unsafe fn same(v: __m256i, s: usize) -> __m256i {
-    // SAFETY: register operations; the CPU has AVX2 (our contract).
-    unsafe { _mm256_srai_epi16::<8>(_mm256_shuffle_epi8(v, _mm256_set1_epi8(s as i8))) }
-}
-
-/// The sum of 8 `i32` lanes (exact: wrapping adds of values whose true sum fits).
-///
-/// # Safety
-/// The CPU has AVX2.
-#[inline(always)]
-unsafe fn hsum(v: __m256i) -> i32 {
+unsafe fn pair_u(v: __m256i, g: usize) -> __m256i {
     // SAFETY: register operations; the CPU has AVX2 (our contract).
     unsafe {
-        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b0100_1110>(s));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b1011_0001>(s));
-        _mm_cvtsi128_si32(s)
+        let mask = _mm256_set_m128i(
+            _mm_set1_epi16((0x8000 | (2 * g + 1)) as u16 as i16),
+            _mm_set1_epi16((0x8000 | (2 * g)) as u16 as i16),
+        );
+        _mm256_shuffle_epi8(v, mask)
     }
 }
 
-/// The sums of the lanes of `a` (8 `i32`) and of `b` (4 `i32`), in one reduction.
+/// Every `i16` lane = `sc[s]` zero-extended, for unsigned byte scales (`< 128`).
 ///
 /// # Safety
 /// The CPU has AVX2.
 #[inline(always)]
-unsafe fn hsum2(a: __m256i, b: __m128i) -> (i32, i32) {
+unsafe fn same_u(v: __m256i, s: usize) -> __m256i {
+    // SAFETY: register operations; the CPU has AVX2 (our contract).
+    unsafe { _mm256_shuffle_epi8(v, _mm256_set1_epi16((0x8000 | s) as u16 as i16)) }
+}
+
+/// A Q4_K / Q5_K block's 8 scales (bytes 0..8) and 8 mins (bytes 8..16), unpacked from their
+/// 12 bytes in general registers (as `common::unpack_scale_min_k4`) and moved to a vector
+/// without a round trip through memory.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn k4_scales(b: &[u8]) -> __m128i {
+    let q = q4k::scale_bytes(b);
+    let a0 = u32::from_le_bytes([q[0], q[1], q[2], q[3]]);
+    let a1 = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
+    let a2 = u32::from_le_bytes([q[8], q[9], q[10], q[11]]);
+    let sc_lo = a0 & 0x3f3f_3f3f;
+    let m_lo = a1 & 0x3f3f_3f3f;
+    let sc_hi = (a2 & 0x0f0f_0f0f) | ((a0 >> 2) & 0x3030_3030);
+    let m_hi = ((a2 >> 4) & 0x0f0f_0f0f) | ((a1 >> 2) & 0x3030_3030);
+    // SAFETY: register operations; the CPU has AVX2 (our contract).
+    unsafe { _mm_set_epi32(m_hi as i32, m_lo as i32, sc_hi as i32, sc_lo as i32) }
+}
+
+/// A Q3_K block's 16 signed scales (as `common::unpack_scales_q3k`), in a vector.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn q3_scales(b: &[u8; q3k::BYTES]) -> __m128i {
+    let q = q3k::scale_bytes(b);
+    let a0 = u32::from_le_bytes([q[0], q[1], q[2], q[3]]);
+    let a1 = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
+    let t = u32::from_le_bytes([q[8], q[9], q[10], q[11]]);
+    const LOW4: u32 = 0x0f0f_0f0f;
+    const LOW2: u32 = 0x0303_0303;
+    let w0 = (a0 & LOW4) | ((t & LOW2) << 4);
+    let w1 = (a1 & LOW4) | (((t >> 2) & LOW2) << 4);
+    let w2 = ((a0 >> 4) & LOW4) | (((t >> 4) & LOW2) << 4);
+    let w3 = ((a1 >> 4) & LOW4) | (((t >> 6) & LOW2) << 4);
     // SAFETY: register operations; the CPU has AVX2 (our contract).
     unsafe {
-        let a = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a));
-        let h = _mm_hadd_epi32(a, b);
-        let h = _mm_hadd_epi32(h, h);
-        (_mm_cvtsi128_si32(h), _mm_extract_epi32::<1>(h))
+        _mm_sub_epi8(
+            _mm_set_epi32(w3 as i32, w2 as i32, w1 as i32, w0 as i32),
+            _mm_set1_epi8(32),
+        )
     }
 }
 
-/// Q2_K: `(isum, msum)` of [`q2k::dot`].
+/// Q2_K: `(isum, msum)` of [`q2k::dot`], spread over 8 lanes each.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q2k_sums<M: Madd>(b: &[u8; q2k::BYTES], a: &BlockQ8K) -> (i32, i32) {
+unsafe fn q2k_sums<M: Madd>(b: &[u8; q2k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
         let raw = _mm_loadu_si128(b.as_ptr().cast());
@@ -156,7 +176,7 @@ unsafe fn q2k_sums<M: Madd>(b: &[u8; q2k::BYTES], a: &BlockQ8K) -> (i32, i32) {
         let mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(raw), low4));
         let msum = _mm256_madd_epi16(mins, bsums(a));
         let three = _mm256_set1_epi8(3);
-        let mut acc = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_si256(); 2];
         for h in 0..2 {
             let q = load(b, q2k::QS + 32 * h);
             for j in 0..4 {
@@ -164,29 +184,30 @@ unsafe fn q2k_sums<M: Madd>(b: &[u8; q2k::BYTES], a: &BlockQ8K) -> (i32, i32) {
                 let u =
                     _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j as i32)), three);
                 let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc = M::madd(acc, p, pair(sc, g));
+                acc[g % 2] = M::madd(acc[g % 2], p, pair_u(sc, g));
             }
         }
-        (hsum(acc), hsum(msum))
+        (_mm256_add_epi32(acc[0], acc[1]), msum)
     }
 }
 
-/// Q3_K: `isum` of [`q3k::dot`], with levels `q + 4` and `4·Σ sc·bsums` taken back out.
+/// Q3_K: `isum` of [`q3k::dot`] over 8 lanes, with levels `q + 4` and `4·Σ sc·bsums` taken
+/// back out.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q3k_sum<M: Madd>(b: &[u8; q3k::BYTES], a: &BlockQ8K) -> i32 {
+unsafe fn q3k_sum<M: Madd>(b: &[u8; q3k::BYTES], a: &BlockQ8K) -> __m256i {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
-        let scales = unpack_scales_q3k(q3k::scale_bytes(b));
-        let sc = scale_bytes(&scales);
-        let sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(scales.as_ptr().cast()));
+        let scales = q3_scales(b);
+        let sc = _mm256_broadcastsi128_si256(scales);
+        let sc16 = _mm256_cvtepi8_epi16(scales);
         let offset = _mm256_madd_epi16(sc16, bsums(a));
         let three = _mm256_set1_epi8(3);
         let one = _mm256_set1_epi8(1);
         let mut hm = load(b, 0);
-        let mut acc = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_si256(); 2];
         for h in 0..2 {
             let q = load(b, q3k::QS + 32 * h);
             for j in 0..4 {
@@ -197,22 +218,26 @@ unsafe fn q3k_sum<M: Madd>(b: &[u8; q3k::BYTES], a: &BlockQ8K) -> i32 {
                 hm = _mm256_srli_epi16::<1>(hm);
                 let u = _mm256_or_si256(low, high);
                 let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc = M::madd(acc, p, pair(sc, g));
+                acc[g % 2] = M::madd(acc[g % 2], p, pair(sc, g));
             }
         }
-        hsum(_mm256_sub_epi32(acc, _mm256_slli_epi32::<2>(offset)))
+        _mm256_sub_epi32(
+            _mm256_add_epi32(acc[0], acc[1]),
+            _mm256_slli_epi32::<2>(offset),
+        )
     }
 }
 
-/// The mins' share `Σ_s m_s · (bsums_{2s} + bsums_{2s+1})` of a Q4_K / Q5_K block, as 4 lanes.
+/// The mins' share `Σ_s m_s · (bsums_{2s} + bsums_{2s+1})` of a Q4_K / Q5_K block, as 4 lanes
+/// (`scales` from [`k4_scales`]).
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn k4_mins(m: &[u8; 8], a: &BlockQ8K) -> __m128i {
-    // SAFETY: the module's contract (CPU features); `m` is 8 bytes, `bsums` 32.
+unsafe fn k4_mins(scales: __m128i, a: &BlockQ8K) -> __m128i {
+    // SAFETY: the module's contract (CPU features); `bsums` is 32 bytes.
     unsafe {
-        let mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(m.as_ptr().cast()));
+        let mins = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(scales));
         let bs = bsums(a);
         let pairs = _mm_hadd_epi16(
             _mm256_castsi256_si128(bs),
@@ -222,53 +247,48 @@ unsafe fn k4_mins(m: &[u8; 8], a: &BlockQ8K) -> __m128i {
     }
 }
 
-/// Q4_K: `(isum, msum)` of [`q4k::dot`].
+/// Q4_K: `(isum, msum)` of [`q4k::dot`], spread over 8 lanes each.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q4k_sums<M: Madd>(b: &[u8; q4k::BYTES], a: &BlockQ8K) -> (i32, i32) {
+unsafe fn q4k_sums<M: Madd>(b: &[u8; q4k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
-        let (sc, m) = unpack_scale_min_k4(q4k::scale_bytes(b));
-        let mut sc16 = [0i8; 16];
-        for (d, s) in sc16.iter_mut().zip(sc) {
-            *d = s as i8;
-        }
-        let scv = scale_bytes(&sc16);
+        let scales = k4_scales(b);
+        let scv = _mm256_broadcastsi128_si256(scales);
         let low4 = _mm256_set1_epi8(0x0f);
-        let mut acc = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_si256(); 2];
         for c in 0..4 {
             let q = load(b, q4k::QS + 32 * c);
             let lo = _mm256_and_si256(q, low4);
             let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low4);
             let p0 = _mm256_maddubs_epi16(lo, load(&a.qs, 64 * c));
             let p1 = _mm256_maddubs_epi16(hi, load(&a.qs, 64 * c + 32));
-            acc = M::madd(acc, p0, same(scv, 2 * c));
-            acc = M::madd(acc, p1, same(scv, 2 * c + 1));
+            acc[0] = M::madd(acc[0], p0, same_u(scv, 2 * c));
+            acc[1] = M::madd(acc[1], p1, same_u(scv, 2 * c + 1));
         }
-        hsum2(acc, k4_mins(&m, a))
+        (
+            _mm256_add_epi32(acc[0], acc[1]),
+            _mm256_set_m128i(_mm_setzero_si128(), k4_mins(scales, a)),
+        )
     }
 }
 
-/// Q5_K: `(isum, msum)` of [`q5k::dot`].
+/// Q5_K: `(isum, msum)` of [`q5k::dot`], spread over 8 lanes each.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q5k_sums<M: Madd>(b: &[u8; q5k::BYTES], a: &BlockQ8K) -> (i32, i32) {
+unsafe fn q5k_sums<M: Madd>(b: &[u8; q5k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
-        let (sc, m) = unpack_scale_min_k4(q4k::scale_bytes(b));
-        let mut sc16 = [0i8; 16];
-        for (d, s) in sc16.iter_mut().zip(sc) {
-            *d = s as i8;
-        }
-        let scv = scale_bytes(&sc16);
+        let scales = k4_scales(b);
+        let scv = _mm256_broadcastsi128_si256(scales);
         let low4 = _mm256_set1_epi8(0x0f);
         let one = _mm256_set1_epi8(1);
         let mut qh = load(b, q5k::QH);
-        let mut acc = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_si256(); 2];
         for c in 0..4 {
             let q = load(b, q5k::QS + 32 * c);
             let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, one));
@@ -279,19 +299,23 @@ unsafe fn q5k_sums<M: Madd>(b: &[u8; q5k::BYTES], a: &BlockQ8K) -> (i32, i32) {
             let hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(q), low4), h1);
             let p0 = _mm256_maddubs_epi16(lo, load(&a.qs, 64 * c));
             let p1 = _mm256_maddubs_epi16(hi, load(&a.qs, 64 * c + 32));
-            acc = M::madd(acc, p0, same(scv, 2 * c));
-            acc = M::madd(acc, p1, same(scv, 2 * c + 1));
+            acc[0] = M::madd(acc[0], p0, same_u(scv, 2 * c));
+            acc[1] = M::madd(acc[1], p1, same_u(scv, 2 * c + 1));
         }
-        hsum2(acc, k4_mins(&m, a))
+        (
+            _mm256_add_epi32(acc[0], acc[1]),
+            _mm256_set_m128i(_mm_setzero_si128(), k4_mins(scales, a)),
+        )
     }
 }
 
-/// Q6_K: `isum` of [`q6k::dot`], with levels `q + 32` and `32·Σ sc·bsums` taken back out.
+/// Q6_K: `isum` of [`q6k::dot`] over 8 lanes, with levels `q + 32` and `32·Σ sc·bsums` taken
+/// back out.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q6k_sum<M: Madd>(b: &[u8; q6k::BYTES], a: &BlockQ8K) -> i32 {
+unsafe fn q6k_sum<M: Madd>(b: &[u8; q6k::BYTES], a: &BlockQ8K) -> __m256i {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
         let raw = _mm_loadu_si128(b[q6k::SCALES..q6k::SCALES + 16].as_ptr().cast());
@@ -299,7 +323,7 @@ unsafe fn q6k_sum<M: Madd>(b: &[u8; q6k::BYTES], a: &BlockQ8K) -> i32 {
         let offset = _mm256_madd_epi16(_mm256_cvtepi8_epi16(raw), bsums(a));
         let low4 = _mm256_set1_epi8(0x0f);
         let top2 = _mm256_set1_epi8(0x30);
-        let mut acc = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_si256(); 2];
         for h in 0..2 {
             let ql0 = load(b, 64 * h);
             let ql1 = load(b, 64 * h + 32);
@@ -325,64 +349,167 @@ unsafe fn q6k_sum<M: Madd>(b: &[u8; q6k::BYTES], a: &BlockQ8K) -> i32 {
             for (j, u) in u.into_iter().enumerate() {
                 let g = 4 * h + j;
                 let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc = M::madd(acc, p, pair(sc, g));
+                acc[g % 2] = M::madd(acc[g % 2], p, pair(sc, g));
             }
         }
-        hsum(_mm256_sub_epi32(acc, _mm256_slli_epi32::<5>(offset)))
+        _mm256_sub_epi32(
+            _mm256_add_epi32(acc[0], acc[1]),
+            _mm256_slli_epi32::<5>(offset),
+        )
     }
 }
 
-/// A row's dot product (see [`super::dot_row`]) with the kernels above: block `i`'s
-/// contribution into lane `i % 8`, then the contract's tree (exactly [`super::super::sum_blocks`],
-/// written as a loop so that everything inlines into the `#[target_feature]` entry point).
+/// One K type's block kernel, as the row loop sees it.
+trait Kernel {
+    /// Bytes per block.
+    const BYTES: usize;
+    /// Whether the type has mins (the second sum and `dmin`).
+    const MINS: bool;
+    /// Offset of the `f16` `d` (then `dmin` when [`Kernel::MINS`]).
+    const D: usize;
+    /// The block's `isum` and `msum` (zero without mins), each spread over 8 `i32` lanes.
+    ///
+    /// # Safety
+    /// The module's contract; `b` holds [`Kernel::BYTES`] bytes.
+    unsafe fn sums<M: Madd>(b: &[u8], a: &BlockQ8K) -> (__m256i, __m256i);
+}
+
+/// The kernel of Q2_K, Q3_K, … (`T` = 2..=6).
+struct K<const T: u8>;
+
+/// The first `N` bytes of `b` as an array (the row loop hands out exact blocks).
+#[inline(always)]
+fn exact<const N: usize>(b: &[u8]) -> &[u8; N] {
+    b[..N].try_into().unwrap_or(&[0; N])
+}
+
+macro_rules! kernel {
+    ($t:literal, $module:ident, $mins:literal, $d:expr, |$b:ident, $a:ident| $body:expr) => {
+        impl Kernel for K<$t> {
+            const BYTES: usize = $module::BYTES;
+            const MINS: bool = $mins;
+            const D: usize = $d;
+            #[inline(always)]
+            unsafe fn sums<M: Madd>(b: &[u8], $a: &BlockQ8K) -> (__m256i, __m256i) {
+                let $b = exact::<{ $module::BYTES }>(b);
+                // SAFETY: the module's contract, passed on.
+                unsafe { $body }
+            }
+        }
+    };
+}
+
+kernel!(2, q2k, true, q2k::D, |b, a| q2k_sums::<M>(b, a));
+kernel!(3, q3k, false, q3k::D, |b, a| (
+    q3k_sum::<M>(b, a),
+    _mm256_setzero_si256()
+));
+kernel!(4, q4k, true, 0, |b, a| q4k_sums::<M>(b, a));
+kernel!(5, q5k, true, 0, |b, a| q5k_sums::<M>(b, a));
+kernel!(6, q6k, false, q6k::D, |b, a| (
+    q6k_sum::<M>(b, a),
+    _mm256_setzero_si256()
+));
+
+/// Lane `j` = the sum of the 8 lanes of `v[j]` (exact: the true sums fit in `i32`).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn reduce8(v: &[__m256i; 8]) -> __m256i {
+    // SAFETY: register operations; the CPU has AVX2 (our contract).
+    unsafe {
+        let h01 = _mm256_hadd_epi32(v[0], v[1]);
+        let h23 = _mm256_hadd_epi32(v[2], v[3]);
+        let h45 = _mm256_hadd_epi32(v[4], v[5]);
+        let h67 = _mm256_hadd_epi32(v[6], v[7]);
+        let lo = _mm256_hadd_epi32(h01, h23);
+        let hi = _mm256_hadd_epi32(h45, h67);
+        _mm256_add_epi32(
+            _mm256_permute2x128_si256::<0x20>(lo, hi),
+            _mm256_permute2x128_si256::<0x31>(lo, hi),
+        )
+    }
+}
+
+/// A row's dot product (see [`super::dot_row`]) with the kernel `T`, 8 blocks at a time:
+/// each block's integer sums stay in vectors, one transposing reduction gives the 8 blocks'
+/// `isum` (and `msum`) in lanes 0..8, and the float formula runs lane-wise, so block
+/// `8·g + j` is added to lane `j` of the accumulator: exactly [`crate::quant::sum_blocks`]'s
+/// order. Lanes past the row's last block add `±0.0`, which changes no accumulator (they
+/// start at `+0.0` and so are never `−0.0`). The formula is `common::contribution[_min]`'s,
+/// operation for operation (`vmulps`, `vsubps`, no fma).
+///
+/// # Safety
+/// The module's contract.
+#[inline(always)]
+unsafe fn row_of<T: Kernel, M: Madd>(w_row: &[u8], act: &[BlockQ8K]) -> f32 {
+    let nblocks = (w_row.len() / T::BYTES).min(act.len());
+    // SAFETY: the module's contract; every slice access below is bounds-checked.
+    unsafe {
+        let zero = _mm256_setzero_si256();
+        let mut acc = _mm256_setzero_ps();
+        let mut g0 = 0;
+        while g0 < nblocks {
+            let len = (nblocks - g0).min(BLOCK_LANES);
+            let mut isums = [zero; 8];
+            let mut msums = [zero; 8];
+            let mut d = [0u16; 8];
+            let mut dmin = [0u16; 8];
+            let mut ad = [0f32; 8];
+            for j in 0..len {
+                let b = &w_row[(g0 + j) * T::BYTES..(g0 + j + 1) * T::BYTES];
+                let a = &act[g0 + j];
+                let (i, m) = T::sums::<M>(b, a);
+                isums[j] = i;
+                msums[j] = m;
+                d[j] = u16::from_le_bytes([b[T::D], b[T::D + 1]]);
+                if T::MINS {
+                    dmin[j] = u16::from_le_bytes([b[T::D + 2], b[T::D + 3]]);
+                }
+                ad[j] = a.d;
+            }
+            let ad = _mm256_loadu_ps(ad.as_ptr());
+            let dd = _mm256_mul_ps(ad, _mm256_cvtph_ps(_mm_loadu_si128(d.as_ptr().cast())));
+            let mut c = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(reduce8(&isums)));
+            if T::MINS {
+                let dmin = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr().cast()));
+                let dm = _mm256_mul_ps(ad, dmin);
+                c = _mm256_sub_ps(c, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(reduce8(&msums))));
+            }
+            acc = _mm256_add_ps(acc, c);
+            g0 += len;
+        }
+        let mut lanes = [0f32; BLOCK_LANES];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), acc);
+        tree(&lanes)
+    }
+}
+
+/// A row's dot product (see [`super::dot_row`]) with the kernels above.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
 pub(super) unsafe fn row<M: Madd>(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
-    let mut acc = [0f32; BLOCK_LANES];
-    // SAFETY: the module's contract, passed on to each kernel.
+    // SAFETY: the module's contract, passed on.
     unsafe {
         match ty {
-            QuantType::Q2K => {
-                for (i, (b, a)) in blocks::<{ q2k::BYTES }>(w_row, act).enumerate() {
-                    let (s, m) = q2k_sums::<M>(b, a);
-                    acc[i % BLOCK_LANES] += q2k::contribution(b, a.d, s, m);
-                }
-            }
-            QuantType::Q3K => {
-                for (i, (b, a)) in blocks::<{ q3k::BYTES }>(w_row, act).enumerate() {
-                    acc[i % BLOCK_LANES] += q3k::contribution(b, a.d, q3k_sum::<M>(b, a));
-                }
-            }
-            QuantType::Q4K => {
-                for (i, (b, a)) in blocks::<{ q4k::BYTES }>(w_row, act).enumerate() {
-                    let (s, m) = q4k_sums::<M>(b, a);
-                    acc[i % BLOCK_LANES] += q4k::contribution(b, a.d, s, m);
-                }
-            }
-            QuantType::Q5K => {
-                for (i, (b, a)) in blocks::<{ q5k::BYTES }>(w_row, act).enumerate() {
-                    let (s, m) = q5k_sums::<M>(b, a);
-                    acc[i % BLOCK_LANES] += q4k::contribution(b, a.d, s, m);
-                }
-            }
-            QuantType::Q6K => {
-                for (i, (b, a)) in blocks::<{ q6k::BYTES }>(w_row, act).enumerate() {
-                    acc[i % BLOCK_LANES] += q6k::contribution(b, a.d, q6k_sum::<M>(b, a));
-                }
-            }
-            _ => return f32::NAN,
+            QuantType::Q2K => row_of::<K<2>, M>(w_row, act),
+            QuantType::Q3K => row_of::<K<3>, M>(w_row, act),
+            QuantType::Q4K => row_of::<K<4>, M>(w_row, act),
+            QuantType::Q5K => row_of::<K<5>, M>(w_row, act),
+            QuantType::Q6K => row_of::<K<6>, M>(w_row, act),
+            _ => f32::NAN,
         }
     }
-    tree(&acc)
 }
 
 /// [`super::dot_row`] with AVX2.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+/// The CPU has AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_row(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     // SAFETY: this function's features are the module's contract for `Plain`.
     unsafe { row::<Plain>(ty, w_row, act) }

@@ -10,8 +10,8 @@ use super::QuantType;
 /// [`super::dot_row`] with AVX-512 (no VNNI).
 ///
 /// # Safety
-/// The CPU has AVX-512 F/BW/VL/DQ (and so AVX2 and FMA).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+/// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
 pub(super) unsafe fn dot_row(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     // SAFETY: this function's features include AVX2, the contract of `Plain`.
     unsafe { row::<Plain>(ty, w_row, act) }
@@ -20,8 +20,8 @@ pub(super) unsafe fn dot_row(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f
 /// [`super::dot_row`] with AVX-512 and VNNI.
 ///
 /// # Safety
-/// The CPU has AVX-512 F/BW/VL/DQ and AVX512-VNNI.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]
+/// The CPU has AVX-512 F/BW/VL/DQ, AVX512-VNNI, AVX2, FMA and F16C.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub(super) unsafe fn dot_row_vnni(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     // SAFETY: this function's features include AVX512-VNNI and AVX512-VL, `Vnni`'s contract.
     unsafe { row::<Vnni>(ty, w_row, act) }

@@ -10,7 +10,43 @@ pub(crate) const QK_K: usize = 256;
 /// The `f16` stored little-endian at `bytes[at..at + 2]`, widened (exactly) to `f32`.
 #[inline(always)]
 pub(crate) fn f16_at(bytes: &[u8], at: usize) -> f32 {
-    f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
+    f16_to_f32(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
+}
+
+/// The `f16` with bits `h`, widened exactly to `f32` (what F16C's `vcvtph2ps` gives, NaN
+/// payloads aside), in plain integer code: no run-time feature check per call.
+#[inline(always)]
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h & 0x8000) as u32) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    if exp == 0x1f {
+        f32::from_bits(sign | 0x7f80_0000 | (man << 13))
+    } else if exp != 0 {
+        f32::from_bits(sign | ((exp + 112) << 23) | (man << 13))
+    } else {
+        // Zero or subnormal: man · 2⁻²⁴, exact.
+        let v = man as f32 * (1.0 / 16_777_216.0);
+        if sign != 0 {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+/// A block's contribution for the types without mins (Q3_K, Q6_K):
+/// `c = (a_d · d) · isum`, each product rounded to `f32`.
+#[inline(always)]
+pub(crate) fn contribution(d: f32, a_d: f32, isum: i32) -> f32 {
+    (a_d * d) * isum as f32
+}
+
+/// A block's contribution for the types with mins (Q2_K, Q4_K, Q5_K):
+/// `c = (a_d · d) · isum − (a_d · dmin) · msum`, each product rounded to `f32` (no fma).
+#[inline(always)]
+pub(crate) fn contribution_min(d: f32, dmin: f32, a_d: f32, isum: i32, msum: i32) -> f32 {
+    (a_d * d) * isum as f32 - (a_d * dmin) * msum as f32
 }
 
 /// `v` rounded to the nearest `f16` (ties to even, as GGML's `GGML_FP32_TO_FP16`), as the two
@@ -116,6 +152,19 @@ pub(crate) fn pack_scales_q3k(biased: &[u8; 16]) -> [u8; 12] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f16_widening_is_exact_for_every_value() {
+        for h in 0..=u16::MAX {
+            let want = f16::from_bits(h).to_f32();
+            let got = f16_to_f32(h);
+            if want.is_nan() {
+                assert!(got.is_nan(), "{h:#x}");
+            } else {
+                assert_eq!(got.to_bits(), want.to_bits(), "{h:#x}");
+            }
+        }
+    }
 
     #[test]
     fn nearest_int_rounds_ties_to_even() {

@@ -10,7 +10,7 @@
 //! `isum = Σ_s sc_s · Σ_{e∈s} q_e · a_e`, `msum = Σ_s m_s · bsums_s` (exact `i32`), then
 //! `c = (a.d · d) · isum − (a.d · dmin) · msum` in `f32`, each product rounded (no fma).
 
-use super::common::{f16_at, f16_bytes, nearest_int, QK_K};
+use super::common::{contribution_min, f16_at, f16_bytes, nearest_int, QK_K};
 use super::q8k::BlockQ8K;
 use super::search::{make_qkx2_quants, Qkx2};
 
@@ -113,14 +113,6 @@ pub(crate) fn quantize(x: &[f32; QK_K], out: &mut [u8; BYTES]) {
     }
 }
 
-/// The block's contribution from its exact integer sums (shared by every path).
-#[inline(always)]
-pub(crate) fn contribution(b: &[u8; BYTES], a_d: f32, isum: i32, msum: i32) -> f32 {
-    let dall = a_d * f16_at(b, D);
-    let dmin = a_d * f16_at(b, D + 2);
-    dall * isum as f32 - dmin * msum as f32
-}
-
 /// The reference dot product of one block with a Q8_K block.
 pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
     let mut isum = 0i32;
@@ -133,5 +125,5 @@ pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
         isum += (sc & 0xf) as i32 * sub;
         msum += (sc >> 4) as i32 * a.bsums[s] as i32;
     }
-    contribution(b, a.d, isum, msum)
+    contribution_min(f16_at(b, D), f16_at(b, D + 2), a.d, isum, msum)
 }

@@ -10,7 +10,9 @@
 //! `msum = Σ_s m_s · (bsums_{2s} + bsums_{2s+1})` (exact `i32`), then
 //! `c = (a.d · d) · isum − (a.d · dmin) · msum` in `f32`, each product rounded (no fma).
 
-use super::common::{f16_at, f16_bytes, nearest_int, pack_scale_min_k4, unpack_scale_min_k4, QK_K};
+use super::common::{
+    contribution_min, f16_at, f16_bytes, nearest_int, pack_scale_min_k4, unpack_scale_min_k4, QK_K,
+};
 use super::q8k::BlockQ8K;
 use super::search::{make_qkx2_quants, Qkx2};
 
@@ -133,15 +135,6 @@ pub(crate) fn quantize(x: &[f32; QK_K], out: &mut [u8; BYTES]) {
     }
 }
 
-/// The block's contribution from its exact integer sums (shared by Q4_K and Q5_K, every
-/// path): `head` is the block's first 4 bytes (`d`, `dmin`).
-#[inline(always)]
-pub(crate) fn contribution(head: &[u8], a_d: f32, isum: i32, msum: i32) -> f32 {
-    let d = a_d * f16_at(head, 0);
-    let dmin = a_d * f16_at(head, 2);
-    d * isum as f32 - dmin * msum as f32
-}
-
 /// `Σ_s m_s · (bsums_{2s} + bsums_{2s+1})`: the mins' share of a Q4_K / Q5_K dot product.
 #[inline(always)]
 pub(crate) fn min_sum(m: &[u8; 8], a: &BlockQ8K) -> i32 {
@@ -160,5 +153,5 @@ pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
             .sum();
         isum += scale as i32 * sub;
     }
-    contribution(b, a.d, isum, min_sum(&m, a))
+    contribution_min(f16_at(b, 0), f16_at(b, 2), a.d, isum, min_sum(&m, a))
 }

@@ -7,10 +7,10 @@
 //! `e / 32`, and `x = (d · sc) · q − (dmin · m)`.
 //!
 //! Dot product with a Q8_K block: the same integer sums and formula as Q4_K's
-//! ([`super::q4k::contribution`]).
+//! (`common::contribution_min`).
 
-use super::common::{f16_at, unpack_scale_min_k4, QK_K};
-use super::q4k::{contribution, fit_levels, min_sum, scale_bytes};
+use super::common::{contribution_min, f16_at, unpack_scale_min_k4, QK_K};
+use super::q4k::{fit_levels, min_sum, scale_bytes};
 use super::q8k::BlockQ8K;
 use super::search::Qkx2;
 
@@ -81,5 +81,5 @@ pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
             .sum();
         isum += scale as i32 * sub;
     }
-    contribution(b, a.d, isum, min_sum(&m, a))
+    contribution_min(f16_at(b, 0), f16_at(b, 2), a.d, isum, min_sum(&m, a))
 }

@@ -10,7 +10,7 @@
 //! Dot product with a Q8_K block `a`: `isum = Σ_s sc_s · Σ_{e∈s} q_e · a_e` (exact `i32`),
 //! then `c = (a.d · d) · isum` in `f32`.
 
-use super::common::{f16_at, f16_bytes, nearest_int, QK_K};
+use super::common::{contribution, f16_at, f16_bytes, nearest_int, QK_K};
 use super::q8k::BlockQ8K;
 use super::search::{make_qx_quants, GROUP_MAX_EPS};
 
@@ -91,12 +91,6 @@ pub(crate) fn quantize(x: &[f32; QK_K], out: &mut [u8; BYTES]) {
     }
 }
 
-/// The block's contribution from its exact integer sum (shared by every path).
-#[inline(always)]
-pub(crate) fn contribution(b: &[u8; BYTES], a_d: f32, isum: i32) -> f32 {
-    (a_d * f16_at(b, D)) * isum as f32
-}
-
 /// The reference dot product of one block with a Q8_K block.
 pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
     let mut isum = 0i32;
@@ -107,5 +101,5 @@ pub(crate) fn dot(b: &[u8; BYTES], a: &BlockQ8K) -> f32 {
             .sum();
         isum += sc as i32 * sub;
     }
-    contribution(b, a.d, isum)
+    contribution(f16_at(b, D), a.d, isum)
 }

@@ -385,3 +385,43 @@ fn write_golden_inputs() {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
 }
+
+/// Single-thread throughput of each type's row dot product on every path, as weight bytes
+/// read per second, for an `n × k` weight (`k` = 1536) in cache (n = 1536) and past the L3
+/// (n = 32 768): the best of 25 interleaved rounds (the machine is shared). Not a timed test:
+/// run it by hand in release,
+/// `cargo test --release -p sieve-kernels --lib kquant_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn kquant_throughput() {
+    use std::time::Instant;
+    let k = 1536;
+    let a = act(&inputs(k / QK_K, 21));
+    let paths: Vec<Path> = Path::available()
+        .into_iter()
+        .filter(|&p| p != Path::Scalar)
+        .collect();
+    for n in [1536usize, 32_768] {
+        for ty in TYPES {
+            let row: Vec<u8> = quantized(ty, &inputs(k / QK_K, 22));
+            let w: Vec<u8> = (0..n).flat_map(|_| row.iter().copied()).collect();
+            let mut best = vec![f64::INFINITY; paths.len()];
+            let mut sink = 0f32;
+            for _ in 0..25 {
+                for (p, best) in paths.iter().zip(best.iter_mut()) {
+                    let t = Instant::now();
+                    for r in w.chunks_exact(row.len()) {
+                        sink += dot_row_on(*p, ty, r, &a);
+                    }
+                    *best = best.min(t.elapsed().as_secs_f64());
+                }
+            }
+            let line: Vec<String> = paths
+                .iter()
+                .zip(&best)
+                .map(|(p, t)| format!("{p:?} {:.1} GB/s", w.len() as f64 / t / 1e9))
+                .collect();
+            println!("{ty} {n}x{k}: {} [{sink}]", line.join(", "));
+        }
+    }
+}
