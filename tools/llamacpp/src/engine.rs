@@ -1,0 +1,157 @@
+//! Loading a GGUF and making a context: the parts every command shares.
+
+use std::num::NonZeroU32;
+
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::args::Args;
+use crate::error::{llama, Error, Result};
+
+/// The initialised llama.cpp backend (one per process).
+pub struct Engine {
+    backend: LlamaBackend,
+}
+
+/// How a context is made: size, threads and the KV-cache element type.
+pub struct ContextSpec {
+    /// Context length in tokens.
+    pub n_ctx: u32,
+    /// Logical and physical batch size (tokens per `llama_decode`).
+    pub n_batch: u32,
+    /// Threads for both single-token and batch decoding.
+    pub threads: i32,
+    /// `true`: f32 K/V (closest to an exact reference); `false`: llama.cpp's default f16.
+    pub kv_f32: bool,
+}
+
+impl ContextSpec {
+    /// Reads `--threads N` (default `default_threads`, else all cores) and `--kv f32|f16`
+    /// (default `default_kv`); the caller sets the sizes once it knows the token counts.
+    pub fn from_args(
+        args: &mut Args,
+        default_threads: Option<i32>,
+        default_kv: &str,
+    ) -> Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let default_threads = default_threads.unwrap_or_else(|| i32::try_from(cores).unwrap_or(1));
+        let threads: i32 = args.number("--threads", default_threads)?;
+        if threads < 1 {
+            return Err(Error::Usage("--threads must be at least 1".into()));
+        }
+        let kv = args
+            .option("--kv")?
+            .unwrap_or_else(|| default_kv.to_string());
+        let kv_f32 = match kv.as_str() {
+            "f32" => true,
+            "f16" => false,
+            other => return Err(Error::Usage(format!("--kv: `{other}` is not f32 or f16"))),
+        };
+        Ok(ContextSpec {
+            n_ctx: 0,
+            n_batch: 0,
+            threads,
+            kv_f32,
+        })
+    }
+}
+
+impl Engine {
+    /// Initialises llama.cpp; its log goes to stderr only when `verbose`.
+    pub fn new(verbose: bool) -> Result<Self> {
+        let mut backend = LlamaBackend::init().map_err(llama("backend init"))?;
+        if !verbose {
+            backend.void_logs();
+        }
+        Ok(Engine { backend })
+    }
+
+    /// Loads a GGUF file onto the CPU (memory-mapped, llama.cpp's defaults).
+    pub fn load(&self, path: &str) -> Result<LlamaModel> {
+        self.load_with(path, false)
+    }
+
+    /// Loads only the vocabulary of a GGUF file (no tensors needed: a tokenizer-only GGUF).
+    pub fn load_vocab(&self, path: &str) -> Result<LlamaModel> {
+        self.load_with(path, true)
+    }
+
+    fn load_with(&self, path: &str, vocab_only: bool) -> Result<LlamaModel> {
+        if !std::path::Path::new(path).is_file() {
+            return Err(Error::Usage(format!("{path}: no such file")));
+        }
+        let params = LlamaModelParams::default().with_vocab_only(vocab_only);
+        LlamaModel::load_from_file(&self.backend, path, &params)
+            .map_err(|e| Error::Llama(format!("loading {path}: {e}")))
+    }
+
+    /// Makes a context for `model` as `spec` says.
+    pub fn context<'m>(
+        &self,
+        model: &'m LlamaModel,
+        spec: &ContextSpec,
+    ) -> Result<LlamaContext<'m>> {
+        let n_ctx = NonZeroU32::new(spec.n_ctx.max(16));
+        let mut params = LlamaContextParams::default()
+            .with_n_ctx(n_ctx)
+            .with_n_batch(spec.n_batch.max(16))
+            .with_n_ubatch(spec.n_batch.max(16))
+            .with_n_threads(spec.threads)
+            .with_n_threads_batch(spec.threads);
+        if spec.kv_f32 {
+            params = params
+                .with_type_k(KvCacheType::F32)
+                .with_type_v(KvCacheType::F32);
+        }
+        model
+            .new_context(&self.backend, params)
+            .map_err(llama("new context"))
+    }
+}
+
+/// Decodes `ids` at positions `start..` in one batch on sequence 0; logits are kept for every
+/// position when `all_logits`, else only for the last.
+pub fn decode(
+    ctx: &mut LlamaContext<'_>,
+    ids: &[LlamaToken],
+    start: i32,
+    all_logits: bool,
+) -> Result<()> {
+    let mut batch = LlamaBatch::new(ids.len().max(1), 1);
+    for (i, &id) in ids.iter().enumerate() {
+        let pos = start + i32::try_from(i).map_err(|_| Error::Usage("too many ids".into()))?;
+        let keep = all_logits || i + 1 == ids.len();
+        batch.add(id, pos, &[0], keep).map_err(llama("batch"))?;
+    }
+    ctx.decode(&mut batch).map_err(llama("decode"))
+}
+
+/// The index of the largest logit; the first one on ties (llama.cpp's greedy rule).
+pub fn argmax(logits: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Checks that every id is inside the model's vocabulary.
+pub fn check_ids(model: &LlamaModel, ids: &[LlamaToken]) -> Result<()> {
+    let n_vocab = model.n_vocab();
+    for (i, id) in ids.iter().enumerate() {
+        if id.0 < 0 || id.0 >= n_vocab {
+            return Err(Error::Usage(format!(
+                "id {} at index {i} is outside the vocabulary (0..{n_vocab})",
+                id.0
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Regenerate tests/fixtures/gguf/: tiny GGUF models made by llama.cpp's own converter and
+quantizer, with llama.cpp's logits and transformers' logits (of the dequantized weights) on a
+fixed id sequence, plus llama.cpp's token ids for a tokenizer corpus.
+
+Needs (see tools/llamacpp/README.md): the tools/llamacpp binary (tools/llamacpp/build.sh), a
+llama.cpp source tree with convert_hf_to_gguf.py + conversion/ + gguf-py/ (the llama-cpp-python
+sdist's vendor/llama.cpp), and a venv with torch, transformers, tokenizers, gguf, numpy.
+
+Usage:
+  python tools/make_gguf_fixtures.py tiny      [options]   the tiny models, logits, manifest
+  python tools/make_gguf_fixtures.py smollm2   [options]   the real SmolLM2 Q4_1 file: greedy
+                                                           text, top-k logits, tokenizer ids
+  python tools/make_gguf_fixtures.py spm       [options]   expected ids for the SentencePiece
+                                                           GGUFs in tokenizer_inputs/ (if any)
+  python tools/make_gguf_fixtures.py bench     [options]   Q8_0/Q4_0/Q4_K_M GGUFs of the
+                                                           SmolLM2-135M-shaped bench model
+options:
+  --tool PATH         the sieve-llamacpp binary (default target/llamacpp/default/release/...)
+  --llama-cpp DIR     llama.cpp source tree (default target/g4/llama_cpp_python-*/vendor/llama.cpp)
+  --work DIR          scratch (default target/g4/gguf-work)
+  --out DIR           fixtures (default tests/fixtures/gguf)
+"""
+
+import argparse
+import glob
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# tools/gguf/ holds the helper modules (not a package: `gguf` is the PyPI reader's name).
+sys.path.insert(0, str(ROOT / "tools" / "gguf"))
+
+import corpus  # noqa: E402
+import plan  # noqa: E402
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["tiny", "smollm2", "spm", "bench"])
+    p.add_argument("--tool", default=str(ROOT / "target/llamacpp/default/release/sieve-llamacpp"))
+    p.add_argument("--llama-cpp", default=None)
+    p.add_argument("--work", default=str(ROOT / "target/g4/gguf-work"))
+    p.add_argument("--out", default=str(ROOT / "tests/fixtures/gguf"))
+    p.add_argument("--smollm2-gguf", default=None, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
+    p.add_argument("--bench-dir", default=None, help="tools/make_bench_model.py output dir")
+    return p.parse_args()
+
+
+def llama_cpp_dir(arg):
+    if arg:
+        return Path(arg)
+    found = sorted(glob.glob(str(ROOT / "target/g4/llama_cpp_python-*/vendor/llama.cpp")))
+    if not found:
+        sys.exit("no llama.cpp source tree: pass --llama-cpp DIR (see tools/llamacpp/README.md)")
+    return Path(found[-1])
+
+
+def tool(args, *words, capture=False):
+    """Runs the sieve-llamacpp binary; returns stdout when `capture`."""
+    cmd = [args.tool, *map(str, words)]
+    print("+", " ".join(cmd), flush=True)
+    res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE if capture else None, text=True)
+    return res.stdout if capture else None
+
+
+def convert(args, model_dir, out, outtype):
+    cmd = [sys.executable, str(ROOT / "tools/gguf/convert.py"),
+           str(llama_cpp_dir(args.llama_cpp)), str(model_dir), str(out), outtype]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def main():
+    args = parse_args()
+    if not Path(args.tool).is_file():
+        sys.exit(f"{args.tool}: not built; run tools/llamacpp/build.sh")
+    if args.what == "tiny":
+        plan.make_tiny(args, tool, convert)
+    elif args.what == "smollm2":
+        corpus.make_smollm2(args, tool)
+    elif args.what == "spm":
+        corpus.make_spm(args, tool)
+    elif args.what == "bench":
+        plan.make_bench(args, tool, convert)
+
+
+if __name__ == "__main__":
+    main()
