@@ -63,6 +63,8 @@ pub mod scheduler;
 pub mod speculative;
 pub mod stats;
 pub mod step;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod step_stats;
 pub mod stop;
 

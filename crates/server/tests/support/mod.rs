@@ -8,7 +8,6 @@
 //! fixture model is tested by the command line's tests (`crates/cli/tests/serve*.rs`).
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -21,7 +20,8 @@ use axum::http::{Request, Response};
 use axum::Router;
 use http_body_util::BodyExt;
 use sieve_engine::scheduler::SchedulerConfig;
-use sieve_engine::{BatchModel, BoxError, Detokenize, Feed, LogitsAt, Scheduler, SeqId};
+pub use sieve_engine::testing::HashModel;
+use sieve_engine::{BoxError, Detokenize, Scheduler};
 use sieve_server::{AppState, Defaults, ModelText, Settings};
 use sieve_text::{
     ChatTemplate, ConfigJson, GenerationConfig, Tokenizer, CONFIG_FILE, GENERATION_CONFIG_FILE,
@@ -72,7 +72,7 @@ pub fn state(settings: Settings) -> AppState {
         max_queue: 16,
         prefill_chunk: 64,
     };
-    let load = move || Ok::<_, BoxError>(HashModel::new(vocab_size, context));
+    let load = move || Ok::<_, BoxError>(HashModel::new(vocab_size, 4.0, 0).with_context(context));
     let scheduler =
         Scheduler::start(load, detokenizer, Some(vocab), config).expect("start the scheduler");
     AppState::new(
@@ -82,130 +82,6 @@ pub fn state(settings: Settings) -> AppState {
         scheduler,
         settings,
     )
-}
-
-/// A [`BatchModel`] without weights: the logits after a history are a fixed pseudo-random
-/// function of it (a hash of the tokens, mixed with each id). Sequences are token lists, so
-/// fork, truncate and batching are exact by construction. (The engine's tests use the same
-/// idea.)
-#[derive(Debug)]
-pub struct HashModel {
-    vocab: usize,
-    context: usize,
-    seqs: BTreeMap<u32, Vec<u32>>,
-    next: u32,
-}
-
-impl HashModel {
-    /// A model over `vocab` tokens with a `context`-token context.
-    pub fn new(vocab: usize, context: usize) -> Self {
-        HashModel {
-            vocab,
-            context,
-            seqs: BTreeMap::new(),
-            next: 0,
-        }
-    }
-
-    /// The logits after `history`, in `[-4, 4)`.
-    pub fn logits_after(&self, history: &[u32]) -> Vec<f32> {
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for &t in history {
-            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
-        }
-        (0..self.vocab as u64)
-            .map(|id| {
-                let mut x = h ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                x ^= x >> 33;
-                x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-                x ^= x >> 33;
-                let unit = (x >> 40) as f32 / (1u64 << 24) as f32;
-                (2.0 * unit - 1.0) * 4.0
-            })
-            .collect()
-    }
-
-    fn held(&self, seq: SeqId) -> sieve_engine::Result<&Vec<u32>> {
-        self.seqs
-            .get(&seq.0)
-            .ok_or(sieve_engine::Error::UnknownSequence(seq))
-    }
-}
-
-impl BatchModel for HashModel {
-    fn vocab_size(&self) -> usize {
-        self.vocab
-    }
-
-    fn context_len(&self) -> usize {
-        self.context
-    }
-
-    fn open(&mut self) -> SeqId {
-        self.next += 1;
-        self.seqs.insert(self.next, Vec::new());
-        SeqId(self.next)
-    }
-
-    fn fork(&mut self, seq: SeqId) -> sieve_engine::Result<SeqId> {
-        let tokens = self.held(seq)?.clone();
-        self.next += 1;
-        self.seqs.insert(self.next, tokens);
-        Ok(SeqId(self.next))
-    }
-
-    fn close(&mut self, seq: SeqId) {
-        self.seqs.remove(&seq.0);
-    }
-
-    fn position(&self, seq: SeqId) -> sieve_engine::Result<usize> {
-        self.held(seq).map(Vec::len)
-    }
-
-    fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
-        self.seqs
-            .get_mut(&seq.0)
-            .ok_or(sieve_engine::Error::UnknownSequence(seq))?
-            .truncate(len);
-        Ok(())
-    }
-
-    fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
-        for (i, feed) in feeds.iter().enumerate() {
-            let held = self.position(feed.seq)?;
-            if feed.tokens.is_empty() {
-                return Err(sieve_engine::Error::EmptyPrompt);
-            }
-            if feeds[..i].iter().any(|f| f.seq == feed.seq) {
-                return Err(sieve_engine::Error::DuplicateSequence(feed.seq));
-            }
-            if held + feed.tokens.len() > self.context {
-                return Err(sieve_engine::Error::ContextOverflow {
-                    tokens: held + feed.tokens.len(),
-                    context: self.context,
-                });
-            }
-            if let Some(&bad) = feed.tokens.iter().find(|&&t| t as usize >= self.vocab) {
-                return Err(sieve_engine::Error::Model(
-                    format!("token {bad} is out of range").into(),
-                ));
-            }
-        }
-        let mut out = Vec::with_capacity(feeds.len());
-        for feed in feeds {
-            let mut history = self.seqs[&feed.seq.0].clone();
-            let mut rows = Vec::new();
-            for (i, &t) in feed.tokens.iter().enumerate() {
-                history.push(t);
-                if feed.logits == LogitsAt::All || i + 1 == feed.tokens.len() {
-                    rows.extend(self.logits_after(&history));
-                }
-            }
-            self.seqs.insert(feed.seq.0, history);
-            out.push(rows);
-        }
-        Ok(out)
-    }
 }
 
 /// Sends one request through `router` in process; the status, the response (body read) and
