@@ -171,10 +171,11 @@ def make_smollm2(args, tool):
 
 
 def make_spm(args, tool):
-    """Expected ids for every GGUF the tokenizer helper left in tokenizer_inputs/."""
+    """Expected ids on this corpus for the SentencePiece GGUFs the tokenizer helper left in
+    tokenizer_inputs/ (it has llama.cpp ids for its own corpus there already)."""
     corpus_path = Path(args.out) / "tokenizer" / "corpus.json"
     write_corpus(corpus_path)
-    inputs = sorted((Path(args.out) / "tokenizer_inputs").glob("*.gguf"))
+    inputs = sorted((Path(args.out) / "tokenizer_inputs").glob("spm-*.gguf"))
     if not inputs:
         print("no GGUF in tokenizer_inputs/: nothing to do")
     for path in inputs:
