@@ -147,14 +147,34 @@ impl Sequence {
         Ok(other)
     }
 
+    /// Checks the input and loads `logits` into the candidates: copied into the candidates'
+    /// own buffer, then handed over ([`Candidates::load_owned`]: one read that checks for NaN
+    /// and `+inf` and finds the maximum, as `sieve generate` loads a model's row), so a clean
+    /// row costs a copy and one read.
+    fn load(&mut self, logits: &[f32], history: History<'_>) -> Result<(), Error> {
+        check_history(logits, history)?;
+        let mut buffer = self.candidates.take_logits();
+        buffer.clear();
+        buffer.extend_from_slice(logits);
+        let nan = self.candidates.load_owned(buffer);
+        // `+inf` reads as f32::MAX: look for the culprit only then.
+        if nan > 0 || self.candidates.raw_max() == f32::MAX {
+            if let Some((i, x)) = Candidates::first_non_finite(logits) {
+                return Err(Error::Input(format!(
+                    "logit {i} is {x}; logits must be finite or -inf"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Runs every stage on `logits` after `history` and returns the selected token. Nothing
     /// is accepted: call [`Sequence::accept`] with the token the sequence goes on with.
     ///
     /// # Errors
     /// [`Error::Input`] for bad logits or history, [`Error::Sampling`] when a stage fails.
     pub fn select(&mut self, logits: &[f32], history: History<'_>) -> Result<u32, Error> {
-        check_input(logits, history)?;
-        self.candidates.load(logits);
+        self.load(logits, history)?;
         let vocab = self.vocab.clone();
         let cx = context(history, vocab.as_deref());
         self.pipeline
@@ -165,8 +185,7 @@ impl Sequence {
     /// Runs every stage but the selector on `logits` after `history`, leaving in the
     /// candidates the distribution the selector would draw from.
     fn transform(&mut self, logits: &[f32], history: History<'_>) -> Result<(), Error> {
-        check_input(logits, history)?;
-        self.candidates.load(logits);
+        self.load(logits, history)?;
         let vocab = self.vocab.clone();
         let cx = context(history, vocab.as_deref());
         self.pipeline
@@ -294,16 +313,11 @@ fn context<'a>(history: History<'a>, vocab: Option<&'a Vocab>) -> Context<'a> {
     }
 }
 
-/// Refuses empty or NaN / `+inf` logits, history tokens beyond the logits and a prompt
-/// longer than the history, naming the position.
-fn check_input(logits: &[f32], history: History<'_>) -> Result<(), Error> {
+/// Refuses empty logits, history tokens beyond the logits and a prompt longer than the
+/// history, naming the position.
+fn check_history(logits: &[f32], history: History<'_>) -> Result<(), Error> {
     if logits.is_empty() {
         return Err(Error::Input("the logits are empty".into()));
-    }
-    if let Some((i, x)) = Candidates::first_non_finite(logits) {
-        return Err(Error::Input(format!(
-            "logit {i} is {x}; logits must be finite or -inf"
-        )));
     }
     if let Some((i, &t)) = history
         .tokens
