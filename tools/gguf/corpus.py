@@ -101,6 +101,30 @@ def render_chat(gguf_path, user_text):
     )
 
 
+def divergence(args, tool, gguf_path, prompt_ids, lc_ids, hf_ids, work):
+    """Where llama.cpp's and transformers' greedy ids first differ, and both engines' two best
+    logits there (on the prompt + the common prefix, one batch); None when they agree."""
+    n = next((i for i, (a, b) in enumerate(zip(lc_ids, hf_ids)) if a != b), None)
+    if n is None:
+        return None
+    ids = prompt_ids + lc_ids[:n]
+    path = work / "divergence.f32"
+    tool(args, "logits", gguf_path, ",".join(map(str, ids)), path, "--threads", "2", "--kv", "f32")
+    lc = reference.read_f32(path, 49152)
+    hf = reference.logits_from_gguf(gguf_path, ids)
+    pair = [lc_ids[n], hf_ids[n]]
+    return {
+        "generated_index": n,
+        "llamacpp_id_and_other": pair,
+        "llamacpp_logits": [float(lc[-1][i]) for i in pair],
+        "hf_dequantized_logits": [float(hf[-1][i]) for i in pair],
+        "max_abs_logits_diff_over_positions": reference.max_abs_diff(lc, hf),
+        "mean_abs_logits_diff": float(np.mean(np.abs(lc - hf))),
+        "argmax_agreement": float(np.mean(lc.argmax(1) == hf.argmax(1))),
+        "positions": len(ids),
+    }
+
+
 def make_smollm2(args, tool):
     gguf_path = smollm2_file(args)
     out = Path(args.out) / "smollm2"
@@ -138,6 +162,7 @@ def make_smollm2(args, tool):
                 "rendering of tokenizer.chat_template (with its default system message), "
                 "'llamacpp_builtin_template' llama.cpp's built-in chatml rendering (none)",
     }
+    doc["divergence"] = divergence(args, tool, gguf_path, jinja["prompt_ids"], jinja["ids"], gen, work)
     (out / "greedy.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
     # Logits on the first 10 prompt ids: full logits stay in target/, top-10 are committed.
