@@ -33,8 +33,9 @@ between batch rows; its stages see the prompt (accepted first, as ``sieve genera
 and then every token vLLM appends to it. Stages that name tokens by text get the model's
 vocabulary, read from the model directory's ``tokenizer.json``.
 
-Model Runner V2 (vLLM's ``add_request`` / ``apply(logits, ctx)`` interface) needs
-``SieveLogitsProcessorV2`` (defined when the installed vLLM has that interface).
+The same class serves Model Runner V2 (``add_request`` / ``apply(logits, ctx)``) where the
+installed vLLM has that interface: it subclasses both interfaces, so the entry point loads
+under either runner.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import json
 import logging
 import os
 import secrets
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -147,25 +149,46 @@ def engine_vocab(vllm_config: Any) -> Optional[Vocab]:
 
 
 class _Request:
-    """One request's pipeline and the tokens it has seen."""
+    """One request's pipeline and the tokens it has seen: its prompt (accepted first, as
+    ``sieve generate`` does), then every token appended to it."""
 
-    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode")
+    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode", "started")
 
-    def __init__(self, pipeline: Pipeline, prompt: Sequence[int], output: List[int], mode: str) -> None:
+    def __init__(self, pipeline: Pipeline, mode: str, prompt: Optional[Sequence[int]] = None,
+                 output: Optional[List[int]] = None) -> None:
         self.pipeline = pipeline
-        self.prompt = [int(t) for t in prompt]
-        self.output = output  # vLLM's live list: it grows as tokens are appended
-        self.accepted = 0
         self.mode = mode
+        self.prompt: List[int] = []
+        self.output: List[int] = output if output is not None else []  # V1: vLLM's live list
+        self.accepted = 0
+        self.started = False
+        if prompt is not None:
+            self.start(prompt)
+
+    def start(self, prompt: Sequence[int]) -> None:
+        self.prompt = [int(t) for t in prompt]
         for t in self.prompt:
-            pipeline.accept(t)
+            self.pipeline.accept(t)
+        self.started = True
 
     def sync(self) -> None:
-        """Accepts the tokens appended since the last step."""
+        """Accepts the tokens appended to the live output list since the last step (a
+        placeholder, negative, stops it until the token is known)."""
         out = self.output
         while self.accepted < len(out) and out[self.accepted] >= 0:
             self.pipeline.accept(int(out[self.accepted]))
             self.accepted += 1
+
+    def follow(self, history: np.ndarray, prompt_len: int) -> None:
+        """Model Runner V2: starts from the history's prompt, then accepts what follows it
+        beyond the tokens accepted so far."""
+        if not self.started:
+            self.start(history[:prompt_len].tolist())
+        generated = history[len(self.prompt):]
+        for t in generated[self.accepted:].tolist():
+            self.pipeline.accept(int(t))
+            self.output.append(int(t))
+        self.accepted = max(self.accepted, len(generated))
 
     def history(self) -> np.ndarray:
         return np.asarray(self.prompt + list(self.output[: self.accepted]), dtype=np.uint32)
@@ -180,9 +203,11 @@ class Requests:
         self.threads = default_threads() if threads is None else threads
         self.slots: Dict[int, _Request] = {}
 
-    def add(self, slot: int, params: Any, prompt: Optional[Sequence[int]], output: Optional[List[int]]) -> bool:
+    def add(self, slot: int, params: Any, prompt: Optional[Sequence[int]] = None,
+            output: Optional[List[int]] = None, started: bool = True) -> bool:
         """Puts a new request in ``slot`` (replacing whatever was there); ``False`` when it
-        names no pipeline (its rows pass through)."""
+        names no pipeline (its rows pass through). ``started=False``: the prompt comes with
+        the first step's history (Model Runner V2)."""
         self.slots.pop(slot, None)
         req = request_args(params)
         if req is None:
@@ -197,7 +222,7 @@ class Requests:
             # here: the request runs unchanged rather than stopping the engine.
             logger.error("sieve: request's pipeline refused, its rows pass through:\n%s", e)
             return False
-        self.slots[slot] = _Request(pipeline, prompt or [], output if output is not None else [], mode)
+        self.slots[slot] = _Request(pipeline, mode, (prompt or []) if started else None, output)
         return True
 
     def remove(self, slot: int) -> None:
@@ -221,12 +246,12 @@ class Requests:
         for req in self.slots.values():
             req.sync()
 
-    def apply(self, logits: torch.Tensor, row_slots: Sequence[int]) -> torch.Tensor:
+    def apply(self, logits: torch.Tensor, row_slots: Sequence[Optional[int]]) -> torch.Tensor:
         """Steps every row whose slot holds a request, in place (through a CPU float32 copy
         when ``logits`` is elsewhere or another type)."""
         if not self.slots:
             return logits
-        rows = [(r, self.slots.get(s)) for r, s in enumerate(row_slots)]
+        rows = [(r, self.slots.get(s)) for r, s in enumerate(row_slots) if s is not None]
         rows = [(r, q) for r, q in rows if q is not None]
         if not rows:
             return logits
@@ -259,10 +284,24 @@ def _is_swap(how: Any) -> bool:
     return str(how).upper().endswith("SWAP")
 
 
-class SieveLogitsProcessor(_V1Base):  # type: ignore[misc,valid-type]
-    """vLLM V1 logits processor running each request's sieve pipeline (see the module doc)."""
+_BASES = tuple(b for b in (_V1Base, _V2Base) if b is not None and b is not object) or (object,)
+
+
+class SieveLogitsProcessor(*_BASES):  # type: ignore[misc]
+    """vLLM logits processor running each request's sieve pipeline (see the module doc).
+
+    One class for both of vLLM's interfaces, so that the entry point works under either
+    model runner: it subclasses V1's ``LogitsProcessor`` and, where the installed vLLM has
+    it, Model Runner V2's; the constructor's arguments tell which one built it.
+
+    vLLM loads entry-point processors and those named by class path; when both name this
+    class, the engine builds it twice and the second, built before either has run a step,
+    stays idle (it would run every pipeline a second time).
+    """
 
     _vocab: Optional[Vocab] = None  # the engine's, for validation in the same process
+    _first: Dict[int, Any] = {}  # id(vllm_config) -> weak reference to the active instance
+    _instances: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every live one, for inspection
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
@@ -270,18 +309,36 @@ class SieveLogitsProcessor(_V1Base):  # type: ignore[misc,valid-type]
         diagnostic)."""
         validate(sampling_params, cls._vocab)
 
-    def __init__(self, vllm_config: Any, device: Any = None, is_pin_memory: bool = False) -> None:
+    def __init__(self, vllm_config: Any, *args: Any) -> None:
+        # V1: (vllm_config, device, is_pin_memory); Model Runner V2: (vllm_config, req_states).
+        self.v2 = len(args) == 1
+        self.req_states = args[0] if self.v2 else None
         vocab = engine_vocab(vllm_config) if vllm_config is not None else None
         type(self)._vocab = vocab
         self.requests = Requests(vocab)
+        self.used = False
+        self.idle = False
+        type(self)._instances.add(self)
+        if vllm_config is not None:
+            prev = self._first.get(id(vllm_config))
+            prev = prev() if prev is not None else None
+            if prev is not None and not prev.used:
+                self.idle = True
+                logger.warning("sieve: SieveLogitsProcessor is loaded twice (entry point and "
+                               "class path); the second copy stays idle")
+            else:
+                type(self)._first[id(vllm_config)] = weakref.ref(self)
 
     def is_argmax_invariant(self) -> bool:
-        """False: in select mode the token is sieve's, not the argmax."""
+        """False: in select mode the token is sieve's, not the argmax (V1)."""
         return False
 
     def update_state(self, batch_update: Any) -> None:
-        """Applies the batch's changes (removed, then added, then moved) and accepts the
+        """V1: applies the batch's changes (removed, then added, then moved) and accepts the
         tokens appended to every request since the last step."""
+        self.used = True
+        if self.idle:
+            return
         if batch_update is not None:
             for slot in batch_update.removed:
                 self.requests.remove(slot)
@@ -299,6 +356,52 @@ class SieveLogitsProcessor(_V1Base):  # type: ignore[misc,valid-type]
                     self.requests.move(a, b)
         self.requests.sync()
 
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        """Steps the rows of requests that name a pipeline, in place."""
-        return self.requests.apply(logits, range(logits.shape[0]))
+    def add_request(self, req_idx: int, sampling_params: Any) -> bool:
+        """Model Runner V2: a request enters slot ``req_idx`` (slots are recycled); whether
+        this processor changes its logits."""
+        self.used = True
+        if self.idle:
+            return False
+        return self.requests.add(req_idx, sampling_params, started=False)
+
+    def apply_staged_writes(self) -> None:
+        """Model Runner V2: nothing is staged on the device."""
+
+    def apply(self, logits: torch.Tensor, ctx: Any = None) -> torch.Tensor:
+        """Steps the rows of requests that name a pipeline, in place. V1 passes the logits
+        alone (row = batch index); Model Runner V2 passes the step's ``LogitsContext``."""
+        self.used = True
+        if self.idle:
+            return logits
+        if ctx is None:
+            return self.requests.apply(logits, range(logits.shape[0]))
+        return self._apply_v2(logits, ctx)
+
+    def _apply_v2(self, logits: torch.Tensor, ctx: Any) -> torch.Tensor:
+        if not self.requests.slots:
+            return logits
+        rows = logits.shape[0]
+        if len(ctx.idx_mapping_np) == rows:
+            slots = [int(s) for s in ctx.idx_mapping_np]
+            local = [0] * rows
+        else:  # speculative decoding: several rows per request
+            slots = ctx.expanded_idx_mapping.cpu().tolist()
+            local = ctx.expanded_local_pos.cpu().tolist()
+        wanted = [r for r in range(rows) if local[r] == 0 and slots[r] in self.requests.slots]
+        if any(local):
+            logger.warning("sieve: draft-token rows (speculative decoding) pass through")
+        if not wanted:
+            return logits
+        pos = ctx.pos.cpu()
+        st = self.req_states
+        idx = torch.tensor([slots[r] for r in wanted], dtype=torch.long)
+        lengths = [int(pos[r]) + 1 for r in wanted]
+        tokens = st.all_token_ids.gpu[idx.to(st.all_token_ids.gpu.device), : max(lengths)].cpu().numpy()
+        prompt_lens = st.prompt_len.np
+        for k, r in enumerate(wanted):
+            s = slots[r]
+            self.requests.slots[s].follow(tokens[k, : lengths[k]], int(prompt_lens[s]))
+        row_slots: List[Optional[int]] = [None] * rows
+        for r in wanted:
+            row_slots[r] = slots[r]
+        return self.requests.apply(logits, row_slots)
