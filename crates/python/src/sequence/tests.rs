@@ -141,7 +141,10 @@ fn bad_input_is_an_error_naming_where() {
     let mut inf = logits();
     inf[2] = f32::INFINITY;
     let err = s.select(&inf, History::prompt(&[])).unwrap_err();
-    assert_eq!(err.to_string(), "logit 2 is inf; logits must be finite or -inf");
+    assert_eq!(
+        err.to_string(),
+        "logit 2 is inf; logits must be finite or -inf"
+    );
     // f32::MAX itself is a (strange but) finite logit.
     let mut max = logits();
     max[5] = f32::MAX;
