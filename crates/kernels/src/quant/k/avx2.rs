@@ -15,10 +15,11 @@
 //! from bounds-checked slices.
 
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 use super::q8k::BlockQ8K;
 use super::{q2k, q3k, q4k, q5k, q6k, QuantType};
-use crate::quant::{tree, BLOCK_LANES};
+use crate::quant::BLOCK_LANES;
 
 /// How the `i16` pair products of a sub-block are scaled and accumulated into `i32` lanes:
 /// `acc + madd(p, s)` exactly (the sums never overflow `i32`).
@@ -445,15 +446,16 @@ unsafe fn reduce8(v: &[__m256i; 8]) -> __m256i {
 #[inline(always)]
 unsafe fn row_of<T: Kernel, M: Madd>(w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     let nblocks = (w_row.len() / T::BYTES).min(act.len());
-    // SAFETY: the module's contract; every slice access below is bounds-checked.
+    // SAFETY: the module's contract; every slice access below is bounds-checked, and every
+    // element of `isums` / `msums` is written (by a block or as zero) before it is read.
     unsafe {
         let zero = _mm256_setzero_si256();
         let mut acc = _mm256_setzero_ps();
         let mut g0 = 0;
         while g0 < nblocks {
             let len = (nblocks - g0).min(BLOCK_LANES);
-            let mut isums = [zero; 8];
-            let mut msums = [zero; 8];
+            let mut isums = [MaybeUninit::<__m256i>::uninit(); 8];
+            let mut msums = [MaybeUninit::<__m256i>::uninit(); 8];
             let mut d = [0u16; 8];
             let mut dmin = [0u16; 8];
             let mut ad = [0f32; 8];
@@ -461,28 +463,39 @@ unsafe fn row_of<T: Kernel, M: Madd>(w_row: &[u8], act: &[BlockQ8K]) -> f32 {
                 let b = &w_row[(g0 + j) * T::BYTES..(g0 + j + 1) * T::BYTES];
                 let a = &act[g0 + j];
                 let (i, m) = T::sums::<M>(b, a);
-                isums[j] = i;
-                msums[j] = m;
+                isums[j].write(i);
+                msums[j].write(m);
                 d[j] = u16::from_le_bytes([b[T::D], b[T::D + 1]]);
                 if T::MINS {
                     dmin[j] = u16::from_le_bytes([b[T::D + 2], b[T::D + 3]]);
                 }
                 ad[j] = a.d;
             }
+            for j in len..BLOCK_LANES {
+                isums[j].write(zero);
+                msums[j].write(zero);
+            }
+            let isums = isums.map(|v| v.assume_init());
             let ad = _mm256_loadu_ps(ad.as_ptr());
             let dd = _mm256_mul_ps(ad, _mm256_cvtph_ps(_mm_loadu_si128(d.as_ptr().cast())));
             let mut c = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(reduce8(&isums)));
             if T::MINS {
                 let dmin = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr().cast()));
                 let dm = _mm256_mul_ps(ad, dmin);
+                let msums = msums.map(|v| v.assume_init());
                 c = _mm256_sub_ps(c, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(reduce8(&msums))));
             }
             acc = _mm256_add_ps(acc, c);
             g0 += len;
         }
-        let mut lanes = [0f32; BLOCK_LANES];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), acc);
-        tree(&lanes)
+        // The contract's tree: `vhaddps` adds neighbours (a0+a1, a2+a3 | a4+a5, a6+a7), then
+        // those pairs, then the two halves: ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)).
+        let h = _mm256_hadd_ps(acc, acc);
+        let h = _mm256_hadd_ps(h, h);
+        _mm_cvtss_f32(_mm_add_ss(
+            _mm256_castps256_ps128(h),
+            _mm256_extractf128_ps::<1>(h),
+        ))
     }
 }
 

@@ -388,20 +388,24 @@ fn write_golden_inputs() {
 
 /// Single-thread throughput of each type's row dot product on every path, as weight bytes
 /// read per second, for an `n × k` weight (`k` = 1536) in cache (n = 1536) and past the L3
-/// (n = 32 768): the best of 25 interleaved rounds (the machine is shared). Not a timed test:
+/// (n = 32 768): the best of 25 interleaved rounds (the machine is shared); `KQUANT_K` sets
+/// another `k`. Not a timed test:
 /// run it by hand in release,
 /// `cargo test --release -p sieve-kernels --lib kquant_throughput -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn kquant_throughput() {
     use std::time::Instant;
-    let k = 1536;
+    let k: usize = std::env::var("KQUANT_K")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1536);
     let a = act(&inputs(k / QK_K, 21));
     let paths: Vec<Path> = Path::available()
         .into_iter()
         .filter(|&p| p != Path::Scalar)
         .collect();
-    for n in [1536usize, 32_768] {
+    for n in [1536usize, 32_768 * 1536 / k] {
         for ty in TYPES {
             let row: Vec<u8> = quantized(ty, &inputs(k / QK_K, 22));
             let w: Vec<u8> = (0..n).flat_map(|_| row.iter().copied()).collect();
