@@ -21,9 +21,13 @@ from sieve import vllm as sv  # noqa: E402
 VOCAB = 64
 
 
-class Move(enum.Enum):
+class _Move(enum.Enum):
     UNIDIRECTIONAL = 0
     SWAP = 1
+
+
+# vLLM's own enum when it is installed.
+Move = sv.MoveDirectionality or _Move
 
 
 @dataclass

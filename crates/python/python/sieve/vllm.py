@@ -279,9 +279,9 @@ class Requests:
 
 
 def _is_swap(how: Any) -> bool:
-    if MoveDirectionality is not None:
-        return how == MoveDirectionality.SWAP
-    return str(how).upper().endswith("SWAP")
+    if MoveDirectionality is not None and how == MoveDirectionality.SWAP:
+        return True
+    return str(getattr(how, "name", how)).upper().endswith("SWAP")
 
 
 _BASES = tuple(b for b in (_V1Base, _V2Base) if b is not None and b is not object) or (object,)
