@@ -11,6 +11,8 @@ use common::fixture;
 use sieve_backends::gguf::export::write_gguf;
 use sieve_backends::{BackendKind, Error, ModelDir, WeightDtype};
 use sieve_gguf::{GgmlType, GgufFile, Value, Writer};
+use sieve_kernels::quant::QuantType;
+use sieve_kernels::Weights;
 
 /// The fixture `name` written as GGUF with matrices in `ty`, in a temporary directory.
 fn exported(name: &str, ty: GgmlType) -> (tempfile::TempDir, PathBuf) {
@@ -51,6 +53,19 @@ fn llama_with_biases_and_linear_rope_in_f32_gives_the_same_bits() {
 #[test]
 fn llama_in_f16_gives_the_bits_of_f16_weights() {
     same_bits("llama-f32-linear", GgmlType::F16, WeightDtype::F16);
+}
+
+#[test]
+fn llama3_rope_scaling_comes_back_from_the_rope_factors() {
+    // llama-gqa-tied: GQA, tied embeddings, llama3 rope scaling (stored as rope_freqs.weight).
+    same_bits("llama-gqa-tied", GgmlType::F16, WeightDtype::Auto);
+    let (_tmp, file) = exported("llama-gqa-tied", GgmlType::F16);
+    let from_gguf = ModelDir::open(&file).unwrap();
+    let from_st = ModelDir::open(fixture("llama-gqa-tied").dir).unwrap();
+    assert_eq!(
+        from_gguf.transformer_config().rope,
+        from_st.transformer_config().rope
+    );
 }
 
 #[test]
@@ -187,4 +202,77 @@ fn a_gguf_without_tokenizer_metadata_says_so() {
     assert!(e.contains("tokenizer.ggml.model"), "{e}");
     let e = dir.chat_template().unwrap_err().to_string();
     assert!(e.contains("tokenizer.chat_template"), "{e}");
+}
+
+#[test]
+fn quantized_q_rows_are_put_back_as_whole_blocks() {
+    let (_tmp, file) = exported("llama-f32-linear", GgmlType::Q8_0);
+    let name = "model.layers.1.self_attn.q_proj.weight";
+    let from_gguf = ModelDir::open(&file)
+        .unwrap()
+        .checkpoint()
+        .unwrap()
+        .tensor_weights(name, 32, 32)
+        .unwrap();
+    assert_eq!(from_gguf.quant(), Some(QuantType::Q8_0));
+    let hf = ModelDir::open(fixture("llama-f32-linear").dir)
+        .unwrap()
+        .checkpoint()
+        .unwrap()
+        .tensor_f32(name, &[32, 32])
+        .unwrap();
+    let expected = Weights::quantize_f32(&hf, QuantType::Q8_0, 32, 32).unwrap();
+    assert_eq!(from_gguf.view().bytes(), expected.view().bytes());
+}
+
+/// Largest absolute logit differences (over every position) of the fixture `name` as a GGUF
+/// with matrices in `ty`: computed in the blocks against the safetensors directory in f32,
+/// the blocks dequantized to f32 against the same (the weights' rounding alone), and
+/// computed in the blocks against dequantized (the activations' rounding alone).
+fn quantized_distance(name: &str, ty: GgmlType) -> [f32; 3] {
+    let f = fixture(name);
+    let (_tmp, file) = exported(name, ty);
+    let float = logits(&f.dir, WeightDtype::F32, &f.expected.tokens);
+    let blocks = logits(&file, WeightDtype::Auto, &f.expected.tokens);
+    let dequantized = logits(&file, WeightDtype::F32, &f.expected.tokens);
+    let worst = |a: &[Vec<f32>], b: &[Vec<f32>]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| common::max_abs_diff(x, y))
+            .fold(0.0, f32::max)
+    };
+    [
+        worst(&blocks, &float),
+        worst(&dequantized, &float),
+        worst(&blocks, &dequantized),
+    ]
+}
+
+#[test]
+fn quantized_ggufs_stay_near_the_float_model() {
+    // The fixtures are tiny random models (rows of 32 to 64 weights, logits up to |20|), so
+    // rounding their weights to 4–8 bits moves the logits by whole units; the results are
+    // the same bits on every machine, so the bounds sit just above what was measured (with
+    // --nocapture this prints the measurements): [blocks vs float, dequantized vs float,
+    // blocks vs dequantized].
+    for (name, ty, bound) in [
+        // Measured: [0.328, 0.280, 0.207].
+        ("qwen2-bias", GgmlType::Q8_0, [0.4, 0.34, 0.25]),
+        // Measured: [3.19, 3.24, 0.355].
+        ("qwen2-bias", GgmlType::Q4_0, [3.9, 3.9, 0.43]),
+        // Measured: [4.23, 4.23, 0.203].
+        ("qwen2-bias", GgmlType::Q4_1, [5.1, 5.1, 0.25]),
+        // Measured: [2.78, 2.92, 0.383].
+        ("qwen2-bias", GgmlType::Q5_0, [3.4, 3.5, 0.46]),
+        // Measured: [0.740, 0.748, 0.600].
+        ("llama-f32-linear", GgmlType::Q8_0, [0.9, 0.9, 0.72]),
+        // Measured: [5.29, 5.11, 0.456].
+        ("llama-f32-linear", GgmlType::Q5_1, [6.4, 6.2, 0.55]),
+    ] {
+        let d = quantized_distance(name, ty);
+        println!("{name} {ty}: {d:?}");
+        for (got, limit) in d.iter().zip(bound) {
+            assert!(*got < limit, "{name} {ty}: {d:?} against {bound:?}");
+        }
+    }
 }

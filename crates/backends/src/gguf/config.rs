@@ -22,9 +22,11 @@
 //!
 //! What a GGUF file cannot say is llama.cpp's fixed choice: Gemma's attention scale is
 //! `key_length^-0.5` (`hidden/heads` for the 27B models, as llama.cpp decides by size),
-//! Gemma 3's sliding layers use base 10 000 and five of every six layers. Anything the
-//! families would silently do differently is an error naming the key: a partial rotary
-//! dimension, YaRN or Llama 3 rope scaling, experts, per-layer head counts.
+//! Gemma 3's sliding layers use base 10 000 and five of every six layers. Llama 3.1/3.2's rope
+//! scaling is stored as per-dimension factors (`rope_freqs.weight`); the `llama3` parameters
+//! that give them are recovered ([`llama3_scaling`]). Anything the families would silently do
+//! differently is an error naming the key: a partial rotary dimension, YaRN, factors that are
+//! not Llama 3's, experts, per-layer head counts.
 
 use serde_json::{json, Map, Value as Json};
 use sieve_gguf::{GgufModel, Metadata};
@@ -205,12 +207,35 @@ pub(crate) fn config_json(model: &GgufModel, arch: Arch) -> Result<ConfigJson> {
     if let Some(scaling) = rope_scaling(meta, &key, &unsupported)? {
         c.insert("rope_scaling".into(), scaling);
     }
-    if model.tensor("rope_freqs.weight").is_some() {
-        return Err(unsupported(
-            "rope_freqs.weight",
-            "per-dimension rope frequency factors (Llama 3 rope scaling) are not supported yet"
-                .into(),
-        ));
+    if let Some((file, info)) = model.tensor(ROPE_FREQS) {
+        if c.contains_key("rope_scaling") {
+            return Err(unsupported(
+                ROPE_FREQS,
+                "given together with `rope.scaling.type`".into(),
+            ));
+        }
+        let factors: Vec<f32> = match info.ggml_type {
+            sieve_gguf::GgmlType::F32 => file
+                .tensor_bytes(info)
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            other => {
+                return Err(unsupported(
+                    ROPE_FREQS,
+                    format!("stored as {other}, expected F32"),
+                ))
+            }
+        };
+        let original = meta.get_u32(&key("rope.scaling.original_context_length"))?;
+        let scaling = llama3_scaling(&factors, head_dim, f64::from(theta), original)
+            .ok_or_else(|| {
+                unsupported(
+                    ROPE_FREQS,
+                    "per-dimension rope factors that are not Llama 3's rope scaling (factor, low 1, high 4, original context 8192)".into(),
+                )
+            })?;
+        c.insert("rope_scaling".into(), scaling);
     }
 
     let embd = model
@@ -251,6 +276,53 @@ pub(crate) fn config_json(model: &GgufModel, arch: Arch) -> Result<ConfigJson> {
     }
     let text = Json::Object(c).to_string();
     Ok(ConfigJson::from_json(path, &text)?)
+}
+
+/// The tensor of per-dimension rope frequency factors (Llama 3.1/3.2).
+const ROPE_FREQS: &str = "rope_freqs.weight";
+
+/// The `llama3` `rope_scaling` whose factors the converter wrote as `factors` (one per pair of
+/// a head of `head_dim`), or `None` when no parameters tried give them. GGUF keeps only the
+/// factors, and they fix only `factor` and two ratios of the other three parameters; the
+/// parameters every Llama 3.x model uses (low 1, high 4, original context 8192, or the file's
+/// `rope.scaling.original_context_length`) are tried, and kept when they give every factor to
+/// within `1e-6` relative.
+fn llama3_scaling(
+    factors: &[f32],
+    head_dim: u32,
+    theta: f64,
+    original: Option<u32>,
+) -> Option<Json> {
+    let half = head_dim as usize / 2;
+    if factors.len() != half || half == 0 {
+        return None;
+    }
+    let factor = f64::from(factors.iter().copied().fold(f32::MIN, f32::max));
+    let (low, high) = (1.0, 4.0);
+    let old = f64::from(original.unwrap_or(8192));
+    let (low_wavelen, high_wavelen) = (old / low, old / high);
+    let matches = factors.iter().enumerate().all(|(i, &got)| {
+        let freq = 1.0 / theta.powf(2.0 * i as f64 / f64::from(head_dim));
+        let wavelen = 2.0 * std::f64::consts::PI / freq;
+        let want = if wavelen < high_wavelen {
+            1.0
+        } else if wavelen > low_wavelen {
+            factor
+        } else {
+            let smooth = (old / wavelen - low) / (high - low);
+            1.0 / ((1.0 - smooth) / factor + smooth)
+        };
+        (f64::from(got) - want).abs() <= 1e-6 * want.abs()
+    });
+    matches.then(|| {
+        json!({
+            "rope_type": "llama3",
+            "factor": factor,
+            "low_freq_factor": low,
+            "high_freq_factor": high,
+            "original_max_position_embeddings": old,
+        })
+    })
 }
 
 /// `{arch}.rope.scaling.*` as `rope_scaling`, or `None` for none.

@@ -1,9 +1,10 @@
 //! Writing a Hugging Face checkpoint as a GGUF file the way `convert_hf_to_gguf.py` lays it
 //! out: the `{arch}.*` keys [`super::config`] reads back, tensors under GGUF names in GGUF
 //! dims, the q/k rows of a `llama` file permuted (`LlamaModel.permute`), vectors in F32 and
-//! matrices in F32, F16 or BF16. It is what the tests compare the GGUF path with, and the
-//! float part of a quantize command; the tokenizer metadata is not written (a file without
-//! it loads, but has no tokenizer).
+//! matrices in F32, F16, BF16 or a quantized type (GGML's reference rounding, by
+//! `sieve-kernels`; a matrix whose rows are not whole blocks stays F32, as llama.cpp's
+//! quantizer falls back too). It is what the tests compare the GGUF path with; the tokenizer
+//! metadata is not written (a file without it loads, but has no tokenizer).
 //!
 //! Only what the reader reads back unchanged is written: a configuration GGUF cannot express
 //! (sliding windows outside Gemma, Llama 3 rope scaling, Gemma's own attention scale) is an
@@ -12,6 +13,8 @@
 use std::path::Path;
 
 use sieve_gguf::{GgmlType, Value, Writer};
+use sieve_kernels::quant::{self, QuantType};
+use sieve_kernels::Weights;
 
 use super::config::Arch;
 use super::names::to_gguf;
@@ -21,7 +24,8 @@ use crate::{Error, ModelDir, Result};
 
 /// Writes the model of `dir` (a Hugging Face directory of a `llama`, `mistral`, `qwen2` or
 /// `qwen3` family model) to `out` as GGUF, with every matrix in `matrix_type` (F32, F16 or
-/// BF16, rounded to nearest, ties to even) and every vector in F32.
+/// BF16 rounded to nearest, ties to even, or a quantized type the kernels compute; F32 for a
+/// matrix whose rows are not whole blocks of it) and every vector in F32.
 ///
 /// # Errors
 /// [`Error::UnsupportedGguf`] (naming `out`) for a family or option GGUF cannot express, or
@@ -44,10 +48,13 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
             ))
         }
     };
-    if !matches!(matrix_type, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+    let quant = QuantType::from_ggml_type(matrix_type.id()).filter(|&t| quant::supported(t));
+    if quant.is_none() && !matches!(matrix_type, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
         return Err(refuse(
             "type",
-            format!("{matrix_type} is not a float type (F32, F16, BF16)"),
+            format!(
+                "{matrix_type} is neither a float type nor a quantized type the kernels compute"
+            ),
         ));
     }
     let config = dir.transformer_config();
@@ -110,11 +117,35 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
                 Value::F32(factor as f32),
             );
         }
-        RopeScaling::Llama3 { .. } => {
-            return Err(refuse(
-                "rope_scaling",
-                "llama3 rope scaling is not read back from GGUF yet".into(),
-            ))
+        RopeScaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_max_position_embeddings,
+        } => {
+            if (low_freq_factor, high_freq_factor) != (1.0, 4.0) {
+                return Err(refuse(
+                    "rope_scaling",
+                    "llama3 scaling is read back from GGUF only with low_freq_factor 1 and high_freq_factor 4".into(),
+                ));
+            }
+            w.metadata(
+                format!("{a}.rope.scaling.original_context_length"),
+                Value::U32(original_max_position_embeddings as u32),
+            );
+            let factors = llama3_factors(
+                config.rope.head_dim,
+                config.rope.theta,
+                factor,
+                original_max_position_embeddings,
+            );
+            let bytes: Vec<u8> = factors.iter().flat_map(|v| v.to_le_bytes()).collect();
+            w.tensor(
+                "rope_freqs.weight",
+                GgmlType::F32,
+                &[factors.len() as u64],
+                bytes,
+            )?;
         }
     }
     if let Some(bos) = dir.bos_id() {
@@ -154,26 +185,57 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
             }
         }
         let dims: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
-        let ty = if shape.len() == 1 {
-            GgmlType::F32
-        } else {
-            matrix_type
+        let row_len = shape.last().copied().unwrap_or(0);
+        let ty = match (shape.len(), quant) {
+            (1, _) => GgmlType::F32,
+            (_, Some(t)) if !row_len.is_multiple_of(t.block_len()) => GgmlType::F32,
+            _ => matrix_type,
         };
-        let bytes: Vec<u8> = match ty {
-            GgmlType::F16 => values
+        let bytes: Vec<u8> = match (ty, quant) {
+            (GgmlType::F32, _) => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            (GgmlType::F16, _) => values
                 .iter()
                 .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
                 .collect(),
-            GgmlType::BF16 => values
+            (GgmlType::BF16, _) => values
                 .iter()
                 .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
                 .collect(),
-            _ => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            (_, Some(t)) => Weights::quantize_f32(&values, t, values.len() / row_len, row_len)
+                .map_err(|e| refuse(&format!("tensor `{name}`"), e.to_string()))?
+                .view()
+                .bytes()
+                .to_vec(),
+            (other, None) => return Err(refuse("type", format!("{other} is not written"))),
         };
         w.tensor(gguf, ty, &dims, bytes)?;
     }
     w.write_file(out)?;
     Ok(())
+}
+
+/// The per-pair rope factors the converter writes for `llama3` scaling (low frequency factor
+/// 1, high 4): frequencies in `f32` as torch computes them, the factors in `f64`, stored as
+/// `f32`.
+fn llama3_factors(head_dim: usize, theta: f64, factor: f64, original: f64) -> Vec<f32> {
+    let (low, high) = (1.0, 4.0);
+    let (low_wavelen, high_wavelen) = (original / low, original / high);
+    (0..head_dim / 2)
+        .map(|i| {
+            let exponent = (2 * i) as f32 / head_dim as f32;
+            let freq = f64::from(1.0f32 / (theta as f32).powf(exponent));
+            let wavelen = 2.0 * std::f64::consts::PI / freq;
+            let f = if wavelen < high_wavelen {
+                1.0
+            } else if wavelen > low_wavelen {
+                factor
+            } else {
+                let smooth = (original / wavelen - low) / (high - low);
+                1.0 / ((1.0 - smooth) / factor + smooth)
+            };
+            f as f32
+        })
+        .collect()
 }
 
 /// `LlamaModel.permute` applied to the rows of a row-major matrix (or vector) of `rows` rows

@@ -13,10 +13,12 @@
 //! matrices are copied, a sixth to a third of a layer's weights.)
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use sieve_gguf::{GgmlType, GgufFile, GgufModel, TensorInfo};
+use sieve_kernels::quant::{self, QuantType};
 use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
 use super::config::Arch;
@@ -139,23 +141,30 @@ impl GgufTensors {
         Ok((shard, info))
     }
 
-    /// The kernels' element type of a stored tensor, or [`Error::TensorDtype`].
-    fn kernel_dtype(shard: &GgufFile, info: &TensorInfo) -> Result<KernelDtype> {
+    /// How a stored tensor's elements are kept, or [`Error::TensorDtype`] for a type the
+    /// kernels do not compute with.
+    fn stored(shard: &GgufFile, info: &TensorInfo) -> Result<Stored> {
         match info.ggml_type {
-            GgmlType::F32 => Ok(KernelDtype::F32),
-            GgmlType::F16 => Ok(KernelDtype::F16),
-            GgmlType::BF16 => Ok(KernelDtype::Bf16),
-            other => Err(Error::TensorDtype {
+            GgmlType::F32 => return Ok(Stored::Float(KernelDtype::F32)),
+            GgmlType::F16 => return Ok(Stored::Float(KernelDtype::F16)),
+            GgmlType::BF16 => return Ok(Stored::Float(KernelDtype::Bf16)),
+            _ => {}
+        }
+        match QuantType::from_ggml_type(info.ggml_type.id()) {
+            Some(t) if quant::supported(t) => Ok(Stored::Quant(t)),
+            _ => Err(Error::TensorDtype {
                 path: shard.path().to_path_buf(),
                 name: info.name.clone(),
                 found: format!(
-                    "{other} (GGUF type {}{})",
-                    other.id(),
-                    if other.is_quantized() {
-                        "; quantized matrices are not computed yet"
-                    } else {
-                        ""
-                    }
+                    "{} (GGUF type {}, not supported; the supported types are F32, F16, BF16, {})",
+                    info.ggml_type,
+                    info.ggml_type.id(),
+                    QuantType::ALL
+                        .iter()
+                        .filter(|t| quant::supported(**t))
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             }),
         }
@@ -182,7 +191,9 @@ impl GgufTensors {
         Some(unpermute_order(rows, n_head))
     }
 
-    /// The element type [`GgufTensors::tensor_weights`] gives `name` in.
+    /// The element type [`GgufTensors::tensor_weights`] gives `name` in: `dtype` resolved
+    /// against a float tensor's type; for a quantized tensor `F32` with [`WeightDtype::Auto`]
+    /// (the type its rows dequantize to; it stays in its blocks), else `dtype`.
     ///
     /// # Errors
     /// As [`GgufTensors::tensor_weights`].
@@ -194,51 +205,61 @@ impl GgufTensors {
         dtype: WeightDtype,
     ) -> Result<KernelDtype> {
         let (shard, info) = self.find(name, &[rows, cols])?;
-        Ok(dtype.resolve(Self::kernel_dtype(shard, info)?))
+        Ok(match Self::stored(shard, info)? {
+            Stored::Float(d) => dtype.resolve(d),
+            Stored::Quant(_) => dtype.resolve(KernelDtype::F32),
+        })
     }
 
-    /// The tensor `name` as `f32` values in row-major order (q/k rows un-permuted), checked
-    /// against `shape`, and the bytes it takes in the file.
+    /// The tensor `name` as `f32` values in row-major order (dequantized, q/k rows
+    /// un-permuted), checked against `shape`, and the bytes it takes in the file.
     ///
     /// # Errors
     /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`] for a type
-    /// other than F32, F16 and BF16.
+    /// the kernels do not read.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<(Vec<f32>, usize)> {
         let (shard, info) = self.find(name, shape)?;
-        let dtype = Self::kernel_dtype(shard, info)?;
+        let stored = Self::stored(shard, info)?;
         let bytes = shard.tensor_bytes(info);
-        let values: Vec<f32> = match dtype {
-            KernelDtype::F32 => bytes
+        let values: Vec<f32> = match stored {
+            Stored::Float(KernelDtype::F32) => bytes
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect(),
-            KernelDtype::F16 => bytes
+            Stored::Float(KernelDtype::F16) => bytes
                 .chunks_exact(2)
                 .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
                 .collect(),
-            KernelDtype::Bf16 => bytes
+            Stored::Float(KernelDtype::Bf16) => bytes
                 .chunks_exact(2)
                 .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
                 .collect(),
+            Stored::Quant(t) => {
+                // The reader checked that the row length is whole blocks and the bytes fit.
+                let k = info.dims[0] as usize;
+                let row_bytes = bytes.len() / (info.elements() as usize / k.max(1)).max(1);
+                let mut out = vec![0f32; info.elements() as usize];
+                if k > 0 {
+                    for (b, o) in bytes.chunks_exact(row_bytes).zip(out.chunks_exact_mut(k)) {
+                        quant::dequantize_row(t, b, o);
+                    }
+                }
+                out
+            }
         };
         let rows = shape.first().copied().unwrap_or(1);
         let values = match self.row_order(name, rows) {
-            Some(order) => {
-                let width = values.len() / rows.max(1);
-                order
-                    .iter()
-                    .flat_map(|&r| &values[r * width..(r + 1) * width])
-                    .copied()
-                    .collect()
-            }
+            Some(order) => reorder(&values, &order),
             None => values,
         };
         Ok((values, bytes.len()))
     }
 
-    /// The `[rows, cols]` matrix `name` as its bytes in the memory map (no copy), in `dtype`
-    /// resolved against the stored one (converted into memory of its own when they differ);
-    /// q/k rows of a `llama` file are put back in order in memory of their own.
+    /// The `[rows, cols]` matrix `name` as its bytes in the memory map (no copy): a float
+    /// tensor in `dtype` resolved against its type (converted into memory of its own when
+    /// they differ), a quantized one in its blocks with [`WeightDtype::Auto`] (dequantized to
+    /// `dtype` otherwise). The q/k rows of a `llama` file are put back in order in memory of
+    /// their own.
     ///
     /// # Errors
     /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`].
@@ -250,40 +271,73 @@ impl GgufTensors {
         dtype: WeightDtype,
     ) -> Result<Weights> {
         let (shard, info) = self.find(name, &[rows, cols])?;
-        let stored = Self::kernel_dtype(shard, info)?;
-        let wanted = dtype.resolve(stored);
+        let bad = |e: sieve_kernels::Error| Error::BadTensor {
+            path: shard.path().to_path_buf(),
+            name: info.name.clone(),
+            message: e.to_string(),
+        };
         let start = info.file_offset as usize;
-        let range = start..start + info.size as usize;
+        let in_map = start..start + info.size as usize;
         let order = self.row_order(name, rows);
-        let (storage, range): (Storage, _) = if order.is_none() && wanted == stored {
-            (shard.storage().clone(), range)
+        // The stored float type, and the values already dequantized (empty for a float).
+        let (stored, dequantized) = match Self::stored(shard, info)? {
+            Stored::Quant(t) if dtype == WeightDtype::Auto => {
+                let (storage, range) = match &order {
+                    None => (shard.storage().clone(), in_map),
+                    Some(order) => own(shard, info, reorder(shard.tensor_bytes(info), order)),
+                };
+                return Weights::quantized(storage, range, t, rows, cols).map_err(bad);
+            }
+            Stored::Quant(_) => {
+                let (values, _) = self.tensor_f32(name, &[rows, cols])?;
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                (KernelDtype::F32, bytes)
+            }
+            Stored::Float(d) => (d, Vec::new()),
+        };
+        let wanted = dtype.resolve(stored);
+        let (storage, range) = if dequantized.is_empty() && order.is_none() && wanted == stored {
+            (shard.storage().clone(), in_map)
         } else {
-            let bytes = shard.tensor_bytes(info);
-            let bytes = match &order {
-                Some(order) => {
-                    let width = bytes.len() / rows.max(1);
-                    order
-                        .iter()
-                        .flat_map(|&r| &bytes[r * width..(r + 1) * width])
-                        .copied()
-                        .collect()
-                }
-                None => bytes.to_vec(),
+            let bytes = match (dequantized.is_empty(), &order) {
+                (false, _) => dequantized,
+                (true, Some(order)) => reorder(shard.tensor_bytes(info), order),
+                (true, None) => shard.tensor_bytes(info).to_vec(),
             };
             let bytes = match wanted == stored {
                 true => bytes,
                 false => convert(&bytes, stored, wanted),
             };
-            shard.release(info);
-            let len = bytes.len();
-            (Arc::new(bytes), 0..len)
+            own(shard, info, bytes)
         };
-        Weights::new(storage, range, wanted, rows, cols).map_err(|e| Error::BadTensor {
-            path: shard.path().to_path_buf(),
-            name: info.name.clone(),
-            message: e.to_string(),
-        })
+        Weights::new(storage, range, wanted, rows, cols).map_err(bad)
     }
+}
+
+/// `bytes` (a copy of `info`'s data) as storage of their own, the map's pages of the original
+/// given back.
+fn own(shard: &GgufFile, info: &TensorInfo, bytes: Vec<u8>) -> (Storage, Range<usize>) {
+    shard.release(info);
+    let len = bytes.len();
+    (Arc::new(bytes), 0..len)
+}
+
+/// How a stored tensor's elements are kept.
+#[derive(Debug, Clone, Copy)]
+enum Stored {
+    Float(KernelDtype),
+    Quant(QuantType),
+}
+
+/// The rows of `items` (`order.len()` rows of equal width) in `order`: row `r` of the result
+/// is row `order[r]` of `items`.
+fn reorder<T: Copy>(items: &[T], order: &[usize]) -> Vec<T> {
+    let width = items.len() / order.len().max(1);
+    order
+        .iter()
+        .flat_map(|&r| &items[r * width..(r + 1) * width])
+        .copied()
+        .collect()
 }
 
 /// The stored row to read for each Hugging Face row of a matrix of `rows` rows in `n_head`
