@@ -1,10 +1,10 @@
 //! The legacy types' dot products with AVX-512 BW (`vpmaddubsw` + `vpmaddwd`) or AVX-512 VNNI
 //! (`vpdpbusd`), two 32-element blocks per 512-bit register.
 //!
-//! The same scheme as `avx2` (whose unpacking and scale loads it shares): 8 blocks at a time,
-//! register `i` (`i < 4`) holding block `i` in its low half and block `i + 4` in its high half,
-//! so the reduction of the 4 registers' 16 partial sums each lands block `l` in lane `l` of one
-//! 8-lane vector; from there the float steps are `avx2`'s, one for one.
+//! The same scheme as `avx2` (whose scale loads and float steps it shares): 8 blocks at a time,
+//! as 4 pairs of adjacent blocks, a pair's levels in one register in the activations' pair
+//! layout (see `act`), so one `vpdpbusd` takes a pair and the reduction of the 4 registers'
+//! 16 partial sums each lands the group's blocks in `avx2`'s lane order.
 //!
 //! # Safety
 //! As `avx2`'s module: the entry points run only on a CPU with their features; `w_row` holds
@@ -14,33 +14,80 @@ use std::arch::x86_64::*;
 
 use super::act::ActRow;
 use super::avx2::{
-    block_bytes, offset, offset_shift, scales, unpack, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+    block_bytes, contributions, finish, halves, heads, heads_of, offset, offset_shift, qh_pair,
+    qs_offset, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, ZERO_BLOCK,
 };
-use super::{tree, QuantType};
+use super::QuantType;
 
-/// Two 256-bit halves as one register: `lo` in the low half.
+/// The levels of blocks `p0` and `p1` as one register in the activations' pair layout
+/// (128-bit quarters: elements 0..16 of `p0`, of `p1`, then 16..32 of `p0`, of `p1`).
+/// Unsigned for the 4- and 5-bit types, `w ^ 0x80` for Q8_0 under VNNI, raw `i8` otherwise.
 ///
 /// # Safety
-/// AVX-512F enabled.
+/// AVX-512 F/BW enabled; both blocks readable.
 #[inline(always)]
-unsafe fn pair(lo: __m256i, hi: __m256i) -> __m512i {
-    // SAFETY: register-only AVX-512F intrinsics (caller enables them).
-    unsafe { _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1) }
+unsafe fn pair<const T: u8, const VNNI: bool>(p0: *const u8, p1: *const u8) -> __m512i {
+    // SAFETY: the features are enabled and both blocks readable at their layout's offsets
+    // (caller).
+    unsafe {
+        let o = qs_offset(T);
+        if T == Q8_0 {
+            // [p0's 32, p1's 32] -> quarters 0, 2, 1, 3.
+            let both = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(p0.add(o).cast())),
+                _mm256_loadu_si256(p1.add(o).cast()),
+                1,
+            );
+            let w = _mm512_shuffle_i64x2(both, both, 0b11_01_10_00);
+            return if VNNI {
+                _mm512_xor_si512(w, _mm512_set1_epi8(-128))
+            } else {
+                w
+            };
+        }
+        let y = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(p0.add(o).cast())),
+            _mm_loadu_si128(p1.add(o).cast()),
+            1,
+        );
+        let z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
+        let w = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+        if T == Q5_0 || T == Q5_1 {
+            let v = _mm512_set1_epi64(qh_pair::<T>(p0, p1) as i64);
+            // Byte t of quarter q takes byte t / 8 of its block's `qh` half-word: quarters
+            // 0, 1 bits 0..16 of p0, p1 (bytes 0, 1 and 4, 5), quarters 2, 3 bits 16..32.
+            let idx = _mm512_set_epi64(
+                0x0707_0707_0707_0707,
+                0x0606_0606_0606_0606,
+                0x0303_0303_0303_0303,
+                0x0202_0202_0202_0202,
+                0x0505_0505_0505_0505,
+                0x0404_0404_0404_0404,
+                0x0101_0101_0101_0101,
+                0,
+            );
+            let bit = _mm512_set1_epi64(0x8040_2010_0804_0201u64 as i64);
+            let set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, idx), bit);
+            _mm512_mask_add_epi8(w, set, w, _mm512_set1_epi8(0x10))
+        } else {
+            w
+        }
+    }
 }
 
-/// The 16 `i32` partial sums of two blocks (8 per 256-bit half).
+/// The 16 `i32` partial sums of a pair: quarters 0 and 2 belong to block `2p`, 1 and 3 to
+/// block `2p + 1`.
 ///
 /// # Safety
 /// AVX-512 BW (and VNNI when `VNNI`) enabled.
 #[inline(always)]
-unsafe fn blocks<const T: u8, const VNNI: bool>(w: __m512i, a: __m512i) -> __m512i {
+unsafe fn pair_sums<const T: u8, const VNNI: bool>(w: __m512i, a: __m512i) -> __m512i {
     // SAFETY: register-only intrinsics of the enabled sets (caller).
     unsafe {
         if VNNI {
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a)
         } else if T == Q8_0 {
-            // |w| times a·sign(w): negate `a` where `w` is negative, zero it where `w` is 0
-            // (|0| = 0 makes the product 0 anyway).
+            // |w| times a·sign(w): negate `a` where `w` is negative (|0| = 0 zeroes the rest).
             let neg = _mm512_movepi8_mask(w);
             let signed = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
             let pairs = _mm512_maddubs_epi16(_mm512_abs_epi8(w), signed);
@@ -51,7 +98,8 @@ unsafe fn blocks<const T: u8, const VNNI: bool>(w: __m512i, a: __m512i) -> __m51
     }
 }
 
-/// Block `l`'s total in lane `l`: register `i` holds blocks `i` (low half) and `i + 4`.
+/// A group's 8 block sums in lane order (`LANE_BLOCK`: blocks 0, 2, 4, 6, 1, 3, 5, 7) from its
+/// 4 pairs' partial sums.
 ///
 /// # Safety
 /// AVX-512F enabled.
@@ -72,10 +120,8 @@ unsafe fn reduce4(v: &[__m512i; 4]) -> __m256i {
             _mm512_unpacklo_epi64(t01, t23),
             _mm512_unpackhi_epi64(t01, t23),
         );
-        // Quarters 0+1 are blocks 0..4, quarters 2+3 blocks 4..8.
-        let even = _mm512_shuffle_i32x4(u, u, 0b00_00_10_00);
-        let odd = _mm512_shuffle_i32x4(u, u, 0b00_00_11_01);
-        _mm256_add_epi32(_mm512_castsi512_si256(even), _mm512_castsi512_si256(odd))
+        // Quarters 0 + 2: the even blocks; 1 + 3: the odd ones.
+        _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1))
     }
 }
 
@@ -169,65 +215,80 @@ unsafe fn body<const T: u8, const VNNI: bool, const R: usize>(
     // the caller's.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
-        let mut tail = [0u8; 8 * 34];
-        for g in 0..groups {
-            let base = if (g + 1) * 8 <= nb {
-                w_row.as_ptr().add(g * 8 * bs)
-            } else {
-                let rest = &w_row[g * 8 * bs..];
-                tail[..rest.len()].copy_from_slice(rest);
-                tail.as_ptr()
-            };
-            let mut w = [_mm512_setzero_si512(); 4];
-            for (i, w) in w.iter_mut().enumerate() {
-                *w = pair(
-                    unpack::<T, VNNI>(base.add(i * bs)),
-                    unpack::<T, VNNI>(base.add((i + 4) * bs)),
-                );
-            }
-            let dw = scales(base, bs, 0);
-            let mw = if offset(T) {
-                scales(base, bs, 2)
-            } else {
-                _mm256_setzero_ps()
-            };
-            for r in 0..R {
-                let a = &rows[r];
-                let qa = a.qs.as_ptr().add(g * 256);
-                let mut v = [_mm512_setzero_si512(); 4];
-                for (i, v) in v.iter_mut().enumerate() {
-                    let x = pair(
-                        _mm256_loadu_si256(qa.add(i * 32).cast()),
-                        _mm256_loadu_si256(qa.add((i + 4) * 32).cast()),
-                    );
-                    *v = blocks::<T, VNNI>(w[i], x);
-                }
-                let mut s = reduce4(&v);
-                let shift = offset_shift(T, VNNI);
-                if shift > 0 {
-                    let sums = _mm256_loadu_si256(a.sum.as_ptr().add(g * 8).cast());
-                    let off = match shift {
-                        3 => _mm256_slli_epi32(sums, 3),
-                        4 => _mm256_slli_epi32(sums, 4),
-                        _ => _mm256_slli_epi32(sums, 7),
-                    };
-                    s = _mm256_sub_epi32(s, off);
-                }
-                let p = _mm256_mul_ps(dw, _mm256_loadu_ps(a.d.as_ptr().add(g * 8)));
-                let sf = _mm256_cvtepi32_ps(s);
-                let c = if offset(T) {
-                    let ms = _mm256_mul_ps(mw, _mm256_loadu_ps(a.s.as_ptr().add(g * 8)));
-                    _mm256_fmadd_ps(p, sf, ms)
+        let full = nb / 8;
+        for g in 0..full {
+            let base = w_row.as_ptr().add(g * 8 * bs);
+            let blocks: [*const u8; 8] = std::array::from_fn(|j| base.add(j * bs));
+            group::<T, VNNI, R>(&blocks, heads(base, bs), 4, g, rows, &mut acc);
+        }
+        if full < groups {
+            // The last group's missing blocks read as all-zero blocks (read in place: a copy
+            // would stall the loads on store forwarding).
+            let rest = nb - full * 8;
+            let base = w_row.as_ptr().add(full * 8 * bs);
+            let blocks: [*const u8; 8] = std::array::from_fn(|j| {
+                if j < rest {
+                    base.add(j * bs)
                 } else {
-                    _mm256_mul_ps(p, sf)
-                };
-                acc[r] = _mm256_add_ps(acc[r], c);
-            }
+                    ZERO_BLOCK.as_ptr()
+                }
+            });
+            let head = heads_of(&blocks);
+            group::<T, VNNI, R>(&blocks, head, rest.div_ceil(2), full, rows, &mut acc);
         }
         for r in 0..R {
-            let mut lanes = [0f32; 8];
-            _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
-            out[r] = tree(&lanes);
+            out[r] = finish(acc[r]);
+        }
+    }
+}
+
+/// Group `g`, its 8 blocks at `blocks` (`head` their [`heads`]; blocks past the first
+/// `2 · pairs` all-zero), against `R` activation rows, added to their accumulators.
+///
+/// # Safety
+/// As [`body`]; every pointer of `blocks` readable for a block; `pairs ≤ 4`.
+#[inline(always)]
+unsafe fn group<const T: u8, const VNNI: bool, const R: usize>(
+    blocks: &[*const u8; 8],
+    head: __m256i,
+    pairs: usize,
+    g: usize,
+    rows: &[ActRow<'_>],
+    acc: &mut [__m256; R],
+) {
+    // SAFETY: the caller's contract: the group's 8 blocks are readable, every
+    // activation row holds group `g`, the features are enabled.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut w = [zero; 4];
+        for (p, w) in w.iter_mut().enumerate().take(pairs) {
+            *w = pair::<T, VNNI>(blocks[2 * p], blocks[2 * p + 1]);
+        }
+        let dw = halves::<false>(head);
+        let mw = if offset(T) {
+            halves::<true>(head)
+        } else {
+            _mm256_setzero_ps()
+        };
+        for r in 0..R {
+            let a = &rows[r];
+            let qa = a.qs.as_ptr().add(g * 256);
+            let mut v = [zero; 4];
+            for p in 0..pairs {
+                v[p] = pair_sums::<T, VNNI>(w[p], _mm512_loadu_si512(qa.add(p * 64).cast()));
+            }
+            let mut s = reduce4(&v);
+            let shift = offset_shift(T, VNNI);
+            if shift > 0 {
+                let sums = _mm256_loadu_si256(a.sum.as_ptr().add(g * 8).cast());
+                let off = match shift {
+                    3 => _mm256_slli_epi32(sums, 3),
+                    4 => _mm256_slli_epi32(sums, 4),
+                    _ => _mm256_slli_epi32(sums, 7),
+                };
+                s = _mm256_sub_epi32(s, off);
+            }
+            acc[r] = _mm256_add_ps(acc[r], contributions::<T>(s, dw, mw, a, g));
         }
     }
 }

@@ -104,12 +104,8 @@ pub(crate) fn reference(ty: QuantType, w_row: &[u8], a: ActRow<'_>) -> f32 {
             .enumerate()
             .map(|(b, block)| {
                 let (q, dw, mw) = blocks::unpack(ty, block);
-                let sumi: i32 = q
-                    .iter()
-                    .zip(&a.qs[b * QK..(b + 1) * QK])
-                    .map(|(&w, &x)| w * i32::from(x))
-                    .sum();
-                contribution(offset, sumi, dw, mw, a.d[b], a.s[b])
+                let sumi: i32 = (0..QK).map(|e| q[e] * i32::from(a.q(b, e))).sum();
+                contribution(offset, sumi, dw, mw, a.d_of(b), a.s_of(b))
             }),
     )
 }

@@ -141,10 +141,10 @@ fn reference_is_the_documented_formula() {
         let mut contributions = Vec::new();
         for b in 0..blocks {
             let (q, dw, mw) = super::blocks::unpack(ty, &w[b * ty.block_bytes()..]);
-            let sumi: i32 = (0..32).map(|i| q[i] * i32::from(a.qs[b * 32 + i])).sum();
-            let p = dw * a.d[b];
+            let sumi: i32 = (0..32).map(|i| q[i] * i32::from(a.q(b, i))).sum();
+            let p = dw * a.d_of(b);
             contributions.push(match ty {
-                QuantType::Q4_1 | QuantType::Q5_1 => p.mul_add(sumi as f32, mw * a.s[b]),
+                QuantType::Q4_1 | QuantType::Q5_1 => p.mul_add(sumi as f32, mw * a.s_of(b)),
                 _ => p * sumi as f32,
             });
         }
@@ -167,5 +167,83 @@ fn reference_is_the_documented_formula() {
             (f64::from(want) - exact).abs() <= 0.02 * scale + 1e-6,
             "{ty}: {want} vs {exact}"
         );
+    }
+}
+
+/// Single-thread speed of each kernel on a `[1536, 576]` weight (prints ns per block; run
+/// with `cargo test --release -p sieve-kernels --lib quant::tests::speed -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "a timing, not a test"]
+fn speed() {
+    let mut rng = Rng(5);
+    for (ty, n, k) in LEGACY
+        .iter()
+        .flat_map(|&t| [(t, 1536, 576), (t, 576, 1536)])
+    {
+        let w = weight_row(ty, n * k / 32, &mut rng, 1.0);
+        let x: Vec<f32> = (0..4 * k).map(|_| rng.unit()).collect();
+        let act = Act::new(&x, 4, k);
+        let rows: Vec<ActRow<'_>> = (0..4).map(|r| act.row(r)).collect();
+        let rb = ty.row_bytes(k).unwrap();
+        for kernel in Kernel::available().into_iter().skip(1) {
+            for tile in [1, 4] {
+                let mut out = [0f32; 4];
+                let mut best = f64::MAX;
+                for _ in 0..200 {
+                    let t = std::time::Instant::now();
+                    for j in 0..n {
+                        dot_rows(
+                            kernel,
+                            ty,
+                            &w[j * rb..(j + 1) * rb],
+                            &rows[..tile],
+                            &mut out[..tile],
+                        );
+                    }
+                    best = best.min(t.elapsed().as_secs_f64());
+                    std::hint::black_box(&out);
+                }
+                let blocks = (n * k / 32 * tile) as f64;
+                eprintln!(
+                    "{ty} k {k} {kernel:?} rows {tile}: {:.2} ns/block-row, {:.1} GB/s of weights",
+                    best * 1e9 / blocks,
+                    (n * rb) as f64 / best / 1e9
+                );
+            }
+        }
+    }
+}
+
+/// `matmul_nt`'s speed on the same weight as [`speed`], 1 and 2 threads, beside bf16.
+#[test]
+#[ignore = "a timing, not a test"]
+fn speed_matmul() {
+    let (n, k) = (1536, 576);
+    let x: Vec<f32> = (0..k).map(|i| (i as f32 * 0.37).sin()).collect();
+    let wf: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.013).cos()).collect();
+    let bf: Vec<u8> = wf
+        .iter()
+        .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+        .collect();
+    let q = crate::Weights::quantize_f32(&wf, QuantType::Q4_0, n, k).unwrap();
+    let bview = crate::WeightView::new(&bf, crate::Dtype::Bf16, n, k).unwrap();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for (name, view) in [("bf16", bview), ("q4_0", q.view())] {
+            let mut out = vec![0f32; n];
+            let mut best = f64::MAX;
+            pool.install(|| {
+                for _ in 0..200 {
+                    let t = std::time::Instant::now();
+                    crate::matmul_nt(&x, 1, &view, None, &mut out);
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+            });
+            eprintln!("{name} {threads} threads: {:.1} us", best * 1e6);
+        }
     }
 }
