@@ -339,6 +339,14 @@ fn dot_row_on_best_isa_equals_the_reference() {
 #[test]
 fn quantized_bytes_equal_llama_cpps() {
     let x = inputs(45, 7);
+    // The committed inputs are these (the golden files were made from them).
+    let file: &[u8] = include_bytes!("golden/weights.f32");
+    assert!(file.chunks(4).zip(&x).all(|(c, v)| c == v.to_le_bytes()));
+    let file: &[u8] = include_bytes!("golden/acts.f32");
+    assert!(file
+        .chunks(4)
+        .zip(&inputs(45, 8))
+        .all(|(c, v)| c == v.to_le_bytes()));
     let golden: [(QuantType, &[u8]); 5] = [
         (QuantType::Q2K, include_bytes!("golden/q2_k.bin")),
         (QuantType::Q3K, include_bytes!("golden/q3_k.bin")),
