@@ -152,7 +152,7 @@ class _Request:
     """One request's pipeline and the tokens it has seen: its prompt (accepted first, as
     ``sieve generate`` does), then every token appended to it."""
 
-    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode", "started")
+    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode", "started", "buf", "n")
 
     def __init__(self, pipeline: Pipeline, mode: str, prompt: Optional[Sequence[int]] = None,
                  output: Optional[List[int]] = None) -> None:
@@ -162,13 +162,24 @@ class _Request:
         self.output: List[int] = output if output is not None else []  # V1: vLLM's live list
         self.accepted = 0
         self.started = False
+        # The history (prompt, then accepted tokens) as uint32, grown by doubling: handed to
+        # the native step without rebuilding it every step.
+        self.buf = np.zeros(64, dtype=np.uint32)
+        self.n = 0
         if prompt is not None:
             self.start(prompt)
+
+    def _push(self, t: int) -> None:
+        if self.n == self.buf.size:
+            self.buf = np.concatenate([self.buf, np.zeros(self.buf.size, dtype=np.uint32)])
+        self.buf[self.n] = t
+        self.n += 1
+        self.pipeline.accept(t)
 
     def start(self, prompt: Sequence[int]) -> None:
         self.prompt = [int(t) for t in prompt]
         for t in self.prompt:
-            self.pipeline.accept(t)
+            self._push(t)
         self.started = True
 
     def sync(self) -> None:
@@ -176,7 +187,7 @@ class _Request:
         placeholder, negative, stops it until the token is known)."""
         out = self.output
         while self.accepted < len(out) and out[self.accepted] >= 0:
-            self.pipeline.accept(int(out[self.accepted]))
+            self._push(int(out[self.accepted]))
             self.accepted += 1
 
     def follow(self, history: np.ndarray, prompt_len: int) -> None:
@@ -186,12 +197,12 @@ class _Request:
             self.start(history[:prompt_len].tolist())
         generated = history[len(self.prompt):]
         for t in generated[self.accepted:].tolist():
-            self.pipeline.accept(int(t))
+            self._push(int(t))
             self.output.append(int(t))
         self.accepted = max(self.accepted, len(generated))
 
     def history(self) -> np.ndarray:
-        return np.asarray(self.prompt + list(self.output[: self.accepted]), dtype=np.uint32)
+        return self.buf[: self.n]
 
 
 class Requests:
