@@ -4,6 +4,10 @@
 //! Ctrl-C while a reply is written stops it (the loop checks between tokens; what was
 //! written stays in the conversation); Ctrl-C at the prompt clears the line, as in a shell;
 //! Ctrl-D at the prompt (or `/quit`) leaves.
+//!
+//! The line editor exists only while a line is read: rustyline takes SIGINT over for the
+//! lifetime of its editor (and gives it back when dropped), so a reply runs with the
+//! handler that sets the cancel flag, and the history is kept here and handed to each editor.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +36,7 @@ pub fn run(
     let cancel = Arc::new(AtomicBool::new(false));
     // Should registering fail, Ctrl-C ends the program as it would without a handler.
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&cancel));
-    let mut editor =
-        DefaultEditor::new().map_err(|e| Failure::Runtime(anyhow::anyhow!("the terminal: {e}")))?;
+    let mut history: Vec<String> = Vec::new();
     let greeting = format!(
         "sieve chat: {model} on {backend}\nsampler: {}\nseed: {}\n\
          /help lists the commands; Ctrl-C stops a reply, Ctrl-D quits.\n",
@@ -45,7 +48,7 @@ pub fn run(
         answer(&mut session, None, &cancel, out)?;
     }
     loop {
-        let line = match editor.readline(PROMPT) {
+        let line = match read_line(&history) {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => {
                 say(out, "(Ctrl-D or /quit leaves)\n")?;
@@ -59,8 +62,8 @@ pub fn run(
             }
         };
         let parsed = slash::parse(&line);
-        if parsed != Line::Empty {
-            let _ = editor.add_history_entry(line.as_str());
+        if parsed != Line::Empty && history.last() != Some(&line) {
+            history.push(line.clone());
         }
         match parsed {
             Line::Empty => {}
@@ -73,6 +76,15 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// Reads one line with an editor that knows `history` (Up and Down recall it).
+fn read_line(history: &[String]) -> Result<String, ReadlineError> {
+    let mut editor = DefaultEditor::new()?;
+    for line in history {
+        editor.add_history_entry(line.as_str())?;
+    }
+    editor.readline(PROMPT)
 }
 
 /// Streams the reply to `text` (or to the conversation as it stands) to `out`.
