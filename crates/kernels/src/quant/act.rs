@@ -130,7 +130,7 @@ impl ActRow<'_> {
     }
 
     /// Block `b`'s `Σ q`.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn sum_of(&self, b: usize) -> i32 {
         self.sum[lane_at(b)]
     }
