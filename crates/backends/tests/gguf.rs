@@ -276,3 +276,40 @@ fn quantized_ggufs_stay_near_the_float_model() {
         }
     }
 }
+
+#[test]
+fn a_split_model_opens_from_its_directory_or_first_shard_with_the_same_bits() {
+    let f = fixture("qwen2-bias");
+    let (tmp, file) = exported("qwen2-bias", GgmlType::BF16);
+    let whole = GgufFile::open(&file).unwrap();
+    let split = tmp.path().join("split");
+    std::fs::create_dir(&split).unwrap();
+    let tensors = whole.tensors();
+    let (a, b) = tensors.split_at(tensors.len() / 2);
+    for (i, part) in [a, b].into_iter().enumerate() {
+        let mut w = Writer::new();
+        if i == 0 {
+            for (k, v) in whole.metadata().entries() {
+                w.metadata(k.clone(), v.clone());
+            }
+            w.metadata("split.tensors.count", Value::I32(tensors.len() as i32));
+        }
+        w.metadata("split.no", Value::U16(i as u16));
+        w.metadata("split.count", Value::U16(2));
+        for t in part {
+            w.tensor(t.name.clone(), t.ggml_type, &t.dims, whole.tensor_bytes(t))
+                .unwrap();
+        }
+        w.write_file(split.join(format!("q-{:05}-of-00002.gguf", i + 1)))
+            .unwrap();
+    }
+    let expected = logits(&file, WeightDtype::Auto, &f.expected.tokens);
+    for path in [split.clone(), split.join("q-00001-of-00002.gguf")] {
+        let got = logits(&path, WeightDtype::Auto, &f.expected.tokens);
+        assert_eq!(got, expected, "{}", path.display());
+    }
+    let e = ModelDir::open(split.join("q-00002-of-00002.gguf"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("open the first one"), "{e}");
+}

@@ -40,10 +40,15 @@ impl<'a> Cursor<'a> {
 
     /// A [`Error::Malformed`] about `what` at the current position.
     pub(crate) fn malformed(&self, what: &dyn Fn() -> String, message: String) -> Error {
+        self.malformed_at(self.pos, what, message)
+    }
+
+    /// A [`Error::Malformed`] about `what` at byte `offset`.
+    fn malformed_at(&self, offset: usize, what: &dyn Fn() -> String, message: String) -> Error {
         Error::Malformed {
             path: self.path.to_path_buf(),
             what: what(),
-            offset: self.pos as u64,
+            offset: offset as u64,
             message,
         }
     }
@@ -84,10 +89,12 @@ impl<'a> Cursor<'a> {
     /// A count of items taking at least `min_bytes` each, checked against the bytes left, so
     /// that allocating room for that many items is proportional to the file.
     pub(crate) fn count(&mut self, min_bytes: u64, what: &dyn Fn() -> String) -> Result<usize> {
+        let at = self.pos;
         let n = self.u64(what)?;
         let need = n.checked_mul(min_bytes);
         if need.is_none_or(|need| need > self.remaining()) {
-            return Err(self.malformed(
+            return Err(self.malformed_at(
+                at,
                 what,
                 format!(
                     "count {n} past the end of the file: {n} items of at least {min_bytes} bytes, {} bytes left",
@@ -100,9 +107,11 @@ impl<'a> Cursor<'a> {
 
     /// A GGUF string: a `u64` length and UTF-8 bytes.
     pub(crate) fn string(&mut self, what: &dyn Fn() -> String) -> Result<String> {
+        let at = self.pos;
         let len = self.u64(what)?;
         if len > self.remaining() {
-            return Err(self.malformed(
+            return Err(self.malformed_at(
+                at,
                 what,
                 format!(
                     "string length {len} past the end of the file ({} bytes left)",
