@@ -43,6 +43,7 @@ pub(crate) use q8k::BlockQ8K;
 use super::{sum_blocks, QuantType};
 use crate::Isa;
 use common::QK_K;
+use std::sync::OnceLock;
 
 /// Appends the Q8_K blocks of one activation row to `out` (`x.len()` a multiple of 256;
 /// a ragged tail is ignored), quantized as llama.cpp's `quantize_row_q8_K_ref` does.
@@ -72,8 +73,20 @@ pub(crate) enum Path {
 }
 
 impl Path {
-    /// The path for `isa` on this CPU.
+    /// The path for `isa` on this CPU (detected once, then a table lookup: the driver asks
+    /// once per row).
     pub(crate) fn of(isa: Isa) -> Path {
+        static PATHS: OnceLock<[Path; 3]> = OnceLock::new();
+        let paths = PATHS.get_or_init(|| [Isa::Scalar, Isa::Avx2, Isa::Avx512].map(Path::detect));
+        match isa {
+            Isa::Scalar => paths[0],
+            Isa::Avx2 => paths[1],
+            Isa::Avx512 => paths[2],
+        }
+    }
+
+    /// The path for `isa`, asking the CPU.
+    fn detect(isa: Isa) -> Path {
         match isa {
             Isa::Scalar => Path::Scalar,
             #[cfg(target_arch = "x86_64")]
