@@ -56,6 +56,16 @@ fn a_cached_model_runs_by_its_name_offline() {
         ("HF_HUB_OFFLINE", "1"),
     ];
     assert_eq!(tokens("test-org/tiny", &env, None), expected);
+
+    // $XDG_CACHE_HOME/huggingface/hub when neither is set.
+    let xdg = tempfile::tempdir().unwrap();
+    let hub = xdg.path().join("huggingface").join("hub");
+    lay_out_cache(&hub, "test-org/tiny", &repo, &NEEDED);
+    let env = [
+        ("XDG_CACHE_HOME", xdg.path().to_str().unwrap()),
+        ("HF_HUB_OFFLINE", "1"),
+    ];
+    assert_eq!(tokens("test-org/tiny", &env, None), expected);
 }
 
 #[test]

@@ -14,23 +14,30 @@ use std::path::{Path, PathBuf};
 use super::files::{self, Need};
 use super::name::HubName;
 
-/// The cache root the environment names: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
-/// `~/.cache/huggingface/hub` (`None` when none is set and there is no home directory).
+/// The cache root the environment names, as huggingface_hub reads it: `HF_HUB_CACHE` (or
+/// its old name `HUGGINGFACE_HUB_CACHE`), else `HF_HOME/hub`, else
+/// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub` (`None` when none is
+/// set and there is no home directory).
 pub fn root() -> Option<PathBuf> {
     let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = set("HF_HUB_CACHE") {
+    if let Some(dir) = set("HF_HUB_CACHE").or_else(|| set("HUGGINGFACE_HUB_CACHE")) {
         return Some(PathBuf::from(dir));
     }
+    Some(hf_home()?.join("hub"))
+}
+
+/// `HF_HOME`, else `$XDG_CACHE_HOME/huggingface`, else `~/.cache/huggingface`: where the
+/// cache and the saved login token live.
+pub fn hf_home() -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(home) = set("HF_HOME") {
-        return Some(PathBuf::from(home).join("hub"));
+        return Some(PathBuf::from(home));
     }
-    let home = set("HOME")?;
-    Some(
-        PathBuf::from(home)
-            .join(".cache")
-            .join("huggingface")
-            .join("hub"),
-    )
+    let cache = match set("XDG_CACHE_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(set("HOME")?).join(".cache"),
+    };
+    Some(cache.join("huggingface"))
 }
 
 /// Where one repository's files are, or would be, in the cache at `root`.

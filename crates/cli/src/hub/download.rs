@@ -69,15 +69,13 @@ impl Remote {
     }
 }
 
-/// The token `huggingface-cli login` saved: `HF_TOKEN_PATH`, else `HF_HOME/token`, else
-/// `~/.cache/huggingface/token`.
+/// The token `huggingface-cli login` saved: `HF_TOKEN_PATH`, else `token` in the Hugging
+/// Face home ([`super::cache::hf_home`]).
 fn saved_token() -> Option<String> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let path = var("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| {
-        var("HF_HOME")
-            .map(|h| PathBuf::from(h).join("token"))
-            .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache/huggingface/token")))
-    })?;
+    let path = std::env::var_os("HF_TOKEN_PATH")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| Some(super::cache::hf_home()?.join("token")))?;
     let token = std::fs::read_to_string(path).ok()?;
     let token = token.trim();
     (!token.is_empty()).then(|| token.to_string())

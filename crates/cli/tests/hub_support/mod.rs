@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 pub const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
 /// Every Hugging Face variable, removed before a test sets its own.
-const HF_VARS: [&str; 7] = [
+const HF_VARS: [&str; 8] = [
     "HF_HUB_CACHE",
     "HF_HOME",
     "HF_HUB_OFFLINE",
@@ -26,6 +26,7 @@ const HF_VARS: [&str; 7] = [
     "HF_TOKEN",
     "HF_TOKEN_PATH",
     "HUGGINGFACE_HUB_CACHE",
+    "XDG_CACHE_HOME",
 ];
 
 /// The repository's folder of `tests/fixtures/models/<name>`.
