@@ -69,6 +69,33 @@ fn llama3_rope_scaling_comes_back_from_the_rope_factors() {
 }
 
 #[test]
+fn gemma3_with_sliding_layers_local_rope_and_stored_w_plus_1_norms_gives_the_same_bits() {
+    same_bits("gemma3-window", GgmlType::BF16, WeightDtype::Auto);
+    let (_tmp, file) = exported("gemma3-window", GgmlType::BF16);
+    let gguf = GgufFile::open(&file).unwrap();
+    let norm = gguf.tensor("blk.0.attn_q_norm.weight").unwrap();
+    let stored = f32::from_le_bytes(gguf.tensor_bytes(norm)[..4].try_into().unwrap());
+    let hf = ModelDir::open(fixture("gemma3-window").dir)
+        .unwrap()
+        .checkpoint()
+        .unwrap()
+        .tensor_f32("model.layers.0.self_attn.q_norm.weight", &[8])
+        .unwrap();
+    assert_eq!(stored, hf[0] + 1.0);
+}
+
+#[test]
+fn gemma2_s_own_attention_scale_is_refused_on_export() {
+    // The fixture's query_pre_attn_scalar (24) is not its head_dim (16): GGUF cannot say so.
+    let dir = ModelDir::open(fixture("gemma2-softcap").dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let e = write_gguf(&dir, &tmp.path().join("g.gguf"), GgmlType::F32)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("query_pre_attn_scalar"), "{e}");
+}
+
+#[test]
 fn qwen2_in_bf16_gives_the_same_bits() {
     same_bits("qwen2-bias", GgmlType::BF16, WeightDtype::Auto);
 }

@@ -41,10 +41,14 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
         "llama" | "mistral" => Arch::Llama,
         "qwen2" => Arch::Qwen2,
         "qwen3" => Arch::Qwen3,
+        "gemma2" => Arch::Gemma2,
+        "gemma3_text" => Arch::Gemma3,
         other => {
             return Err(refuse(
                 "family",
-                format!("`{other}` is not exported (llama, mistral, qwen2, qwen3 are)"),
+                format!(
+                "`{other}` is not exported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text are)"
+            ),
             ))
         }
     };
@@ -61,10 +65,11 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
     let Some(first) = config.layers.first() else {
         return Err(refuse("layers", "the model has no layer".into()));
     };
-    if config
-        .layers
-        .iter()
-        .any(|l| l.attention.sliding_window.is_some())
+    if !arch.sandwich()
+        && config
+            .layers
+            .iter()
+            .any(|l| l.attention.sliding_window.is_some())
     {
         return Err(refuse(
             "sliding_window",
@@ -148,6 +153,9 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
             )?;
         }
     }
+    if arch.sandwich() {
+        gemma_metadata(&mut w, arch, config).map_err(|m| refuse("gemma", m))?;
+    }
     if let Some(bos) = dir.bos_id() {
         w.metadata("tokenizer.ggml.bos_token_id", Value::U32(bos));
     }
@@ -171,6 +179,10 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
             ));
         };
         let mut values = checkpoint.tensor_f32(&name, &shape)?;
+        if arch.norms_hold_unit_offset() && name.ends_with("norm.weight") {
+            // Gemma's converter stores `w + 1` (the scale `GemmaRMSNorm` multiplies by).
+            values.iter_mut().for_each(|v| *v += 1.0);
+        }
         let rows = shape.first().copied().unwrap_or(1);
         if arch.permuted_qk() {
             let heads = if name.contains("self_attn.q_proj.") {
@@ -211,6 +223,97 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
         w.tensor(gguf, ty, &dims, bytes)?;
     }
     w.write_file(out)?;
+    Ok(())
+}
+
+/// The keys only Gemma files have, or why the model cannot be expressed with them: the
+/// softcaps, the sliding window and which layers use it (a period `p`: layer `i` slides when
+/// `i mod p < p − 1`; Gemma 2 must alternate, as llama.cpp assumes), Gemma 3's local rope
+/// base, and an attention scale equal to the one the reader derives.
+fn gemma_metadata(
+    w: &mut Writer<'_>,
+    arch: Arch,
+    config: &crate::TransformerConfig,
+) -> std::result::Result<(), String> {
+    let a = arch.name();
+    let layers = &config.layers;
+    let first = &layers[0].attention;
+    let window = layers.iter().find_map(|l| l.attention.sliding_window);
+    if layers.iter().any(|l| {
+        l.attention
+            .sliding_window
+            .is_some_and(|s| Some(s) != window)
+    }) {
+        return Err("layers with different sliding windows".into());
+    }
+    let sliding: Vec<bool> = layers
+        .iter()
+        .map(|l| l.attention.sliding_window.is_some())
+        .collect();
+    let period = (2..=layers.len() + 1).find(|&p| {
+        sliding
+            .iter()
+            .enumerate()
+            .all(|(i, &s)| s == (i % p < p - 1))
+    });
+    match (window, period, arch) {
+        (None, _, _) => {}
+        (Some(_), Some(2), Arch::Gemma2) => {}
+        (Some(_), Some(p), Arch::Gemma3) => {
+            if p != 6 {
+                w.metadata(
+                    format!("{a}.attention.sliding_window_pattern"),
+                    Value::U32(p as u32),
+                );
+            }
+        }
+        _ => {
+            return Err(format!(
+                "sliding layers {sliding:?} follow no pattern GGUF states"
+            ))
+        }
+    }
+    if let Some(window) = window {
+        w.metadata(
+            format!("{a}.attention.sliding_window"),
+            Value::U32(window as u32),
+        );
+    }
+    let is_27b = (arch == Arch::Gemma2 && layers.len() == 46)
+        || (arch == Arch::Gemma3 && layers.len() == 62);
+    let scalar = match is_27b {
+        true => config.hidden_size() / first.num_heads.max(1),
+        false => first.head_dim,
+    };
+    if layers
+        .iter()
+        .any(|l| l.attention.scale != (scalar as f64).powf(-0.5))
+    {
+        return Err(format!(
+            "an attention scale other than {scalar}^-0.5 (query_pre_attn_scalar), which GGUF cannot state"
+        ));
+    }
+    if let Some(cap) = first.logit_softcap {
+        w.metadata(
+            format!("{a}.attn_logit_softcapping"),
+            Value::F32(cap as f32),
+        );
+    }
+    if let Some(cap) = config.final_logit_softcap {
+        w.metadata(
+            format!("{a}.final_logit_softcapping"),
+            Value::F32(cap as f32),
+        );
+    }
+    if let Some(local) = &config.local_rope {
+        if local.scaling != RopeScaling::None {
+            return Err("a scaled local rope".into());
+        }
+        w.metadata(
+            format!("{a}.rope.freq_base_swa"),
+            Value::F32(local.theta as f32),
+        );
+    }
     Ok(())
 }
 
