@@ -12,9 +12,13 @@
 //! - The GPT-2 pattern is run by hand-written code in llama.cpp that also takes a lone run of
 //!   whitespace (`\s+`), which the pattern string itself leaves out; [`GPT2`] has it.
 //! - A regex that names Unicode categories runs in llama.cpp on a "collapsed" text where every
-//!   non-ASCII character stands for its category, and `\p{Lu}`, `\p{Ll}`, `\p{Lt}`, `\p{Lm}`
-//!   and `\p{Lo}` all become "any letter"; for ASCII, `\p{S}` is only ``$+<=>^`|`` (no `~`).
-//!   [`translate`] rewrites those classes so that Unicode regexes match the same characters.
+//!   non-ASCII character stands for its category, so `\p{Lu}`, `\p{Ll}`, `\p{Lt}`, `\p{Lm}`
+//!   and `\p{Lo}` all mean "any letter".
+//! - Before any regex runs, llama.cpp replaces non-ASCII whitespace in the text by `\v`: a
+//!   class of non-ASCII characters (`[一-龥ࠀ-一]`, whose range holds U+3000) never matches
+//!   it there, while `\s` does.
+//!
+//! [`translate`] rewrites the regexes so that a Unicode regex engine matches the same text.
 //!
 //! Presets llama.cpp runs with code of its own, or without byte-level encoding, are refused
 //! with the reason ([`Preset::of`]).
@@ -103,79 +107,85 @@ impl Preset {
     }
 }
 
+/// Whitespace outside ASCII (Unicode's `White_Space`, as llama.cpp's table has it), which
+/// llama.cpp replaces by `\v` in the text before running a regex.
+const NON_ASCII_SPACE: &str =
+    "\u{85}\u{A0}\u{1680}\u{2000}-\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}";
+
 /// Rewrites one of llama.cpp's regexes so that a Unicode regex engine matches what llama.cpp
-/// matches: in a regex naming Unicode categories, the letter subcategories mean any letter and
-/// `\p{S}` leaves out `~` (see the module docs). Other regexes are returned unchanged.
+/// matches (see the module docs):
+/// - in a regex naming Unicode categories, `\p{Lu}`, `\p{Ll}`, `\p{Lt}`, `\p{Lm}` and
+///   `\p{Lo}` mean any letter;
+/// - a bracket class that names non-ASCII characters but not `\s` never matches non-ASCII
+///   whitespace, because llama.cpp's regex sees `\v` there (`[^...]` always matches it).
 pub(crate) fn translate(regex: &str) -> String {
     const CATEGORIES: [&str; 10] = [
         "\\p{N}", "\\p{L}", "\\p{P}", "\\p{M}", "\\p{S}", "\\p{Lu}", "\\p{Ll}", "\\p{Lt}",
         "\\p{Lm}", "\\p{Lo}",
     ];
-    if !CATEGORIES.iter().any(|c| regex.contains(c)) {
-        return regex.to_string();
-    }
     let mut r = regex.to_string();
-    for sub in ["\\p{Lu}", "\\p{Ll}", "\\p{Lt}", "\\p{Lm}", "\\p{Lo}"] {
-        r = r.replace(sub, "\\p{L}");
+    if CATEGORIES.iter().any(|c| regex.contains(c)) {
+        for sub in ["\\p{Lu}", "\\p{Ll}", "\\p{Lt}", "\\p{Lm}", "\\p{Lo}"] {
+            r = r.replace(sub, "\\p{L}");
+        }
     }
-    if r.contains("\\p{S}") {
-        r = without_tilde_in_symbols(&r);
-    }
-    r
+    map_classes(&r, |class| {
+        if class.is_ascii() || class.contains("\\s") {
+            return None;
+        }
+        Some(format!("&&[^{NON_ASCII_SPACE}]"))
+    })
 }
 
-/// `\p{S}` without `~`: inside a bracket class, `&&[^~]` is added to the class (so a negated
-/// class matches `~`, as in llama.cpp); outside one, `\p{S}` becomes `[\p{S}&&[^~]]`.
-fn without_tilde_in_symbols(regex: &str) -> String {
+/// Calls `extra` on the inside of every bracket class of `regex` (escapes skipped; a `]`
+/// right after `[` or `[^` is a literal) and adds what it returns before the class's `]`.
+fn map_classes(regex: &str, extra: impl Fn(&str) -> Option<String>) -> String {
     let chars: Vec<char> = regex.chars().collect();
-    let mut out = String::with_capacity(regex.len() + 16);
+    let mut out = String::with_capacity(regex.len() + 32);
+    // The text of the class being read, when inside one.
+    let mut class: Option<String> = None;
     let mut i = 0;
-    // Start of the current bracket class in `out` and whether it names \p{S}.
-    let mut class: Option<bool> = None;
     while i < chars.len() {
         let c = chars[i];
+        let sink = class.as_mut().unwrap_or(&mut out);
         if c == '\\' && i + 1 < chars.len() {
-            let rest: String = chars[i..chars.len().min(i + 5)].iter().collect();
-            if rest == "\\p{S}" {
-                match class.as_mut() {
-                    Some(has) => {
-                        *has = true;
-                        out.push_str("\\p{S}");
-                    }
-                    None => out.push_str("[\\p{S}&&[^~]]"),
-                }
-                i += 5;
-                continue;
-            }
-            out.push(c);
-            out.push(chars[i + 1]);
+            sink.push(c);
+            sink.push(chars[i + 1]);
             i += 2;
             continue;
         }
-        match (c, class) {
+        match (c, class.take()) {
             ('[', None) => {
-                class = Some(false);
-                out.push(c);
-                // A `]` or `^]` right after the opening bracket is a literal.
+                out.push('[');
+                let mut inside = String::new();
                 if chars.get(i + 1) == Some(&'^') {
-                    out.push('^');
+                    inside.push('^');
                     i += 1;
                 }
                 if chars.get(i + 1) == Some(&']') {
-                    out.push(']');
+                    inside.push(']');
                     i += 1;
                 }
+                class = Some(inside);
             }
-            (']', Some(has)) => {
-                if has {
-                    out.push_str("&&[^~]");
+            (']', Some(inside)) => {
+                out.push_str(&inside);
+                if let Some(more) = extra(&inside) {
+                    out.push_str(&more);
                 }
                 out.push(']');
-                class = None;
             }
-            _ => out.push(c),
+            (c, Some(mut inside)) => {
+                inside.push(c);
+                class = Some(inside);
+            }
+            (c, None) => out.push(c),
         }
         i += 1;
+    }
+    if let Some(inside) = class {
+        // An unclosed class: left as it is, for the regex engine to refuse.
+        out.push_str(&inside);
     }
     out
 }
@@ -353,23 +363,27 @@ mod tests {
     }
 
     #[test]
-    fn translation_keeps_llama_cpp_category_meanings() {
-        // Regexes without categories are left alone.
+    fn translation_keeps_llama_cpp_meanings() {
+        // ASCII classes and regexes without categories are left alone.
         assert_eq!(translate("[\r\n]"), "[\r\n]");
         assert_eq!(translate(GPT2), GPT2);
         // Letter subcategories are any letter.
         assert_eq!(translate("[\\p{Lu}\\p{M}]*"), "[\\p{L}\\p{M}]*");
-        // `~` is no symbol: classes naming \p{S} leave it out, negated ones take it in.
-        let r = fancy_regex::Regex::new(&translate("[\\p{P}\\p{S}]+")).unwrap();
-        assert!(r.is_match("+").unwrap());
-        assert!(!r.is_match("~").unwrap());
-        let neg = fancy_regex::Regex::new(&translate("^[^\\p{L}\\p{S}]$")).unwrap();
-        assert!(neg.is_match("~").unwrap());
-        assert!(!neg.is_match("+").unwrap());
-        let bare = fancy_regex::Regex::new(&translate("^\\p{S}$")).unwrap();
-        assert!(bare.is_match("$").unwrap());
-        assert!(!bare.is_match("~").unwrap());
-        // Escaped brackets do not open or close a class.
-        assert_eq!(translate("[\\[\\p{S}]"), "[\\[\\p{S}&&[^~]]");
+        // Non-ASCII classes never match non-ASCII whitespace; negated ones always do.
+        let cjk = fancy_regex::Regex::new(&translate("^[ࠀ-一]$")).unwrap();
+        assert!(cjk.is_match("\u{4000}").unwrap());
+        assert!(!cjk.is_match("\u{3000}").unwrap());
+        let not_cjk = fancy_regex::Regex::new(&translate("^[^ࠀ-一]$")).unwrap();
+        assert!(not_cjk.is_match("\u{3000}").unwrap());
+        assert!(!not_cjk.is_match("\u{4000}").unwrap());
+        // A class with \s keeps its meaning.
+        let with_space = translate("[\\s。]");
+        assert_eq!(with_space, "[\\s。]");
+        // Escaped brackets neither open nor close a class.
+        assert_eq!(translate("\\[x\\]"), "\\[x\\]");
+        assert_eq!(
+            translate("[\\]ー]"),
+            format!("[\\]ー&&[^{NON_ASCII_SPACE}]]")
+        );
     }
 }
