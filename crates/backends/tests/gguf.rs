@@ -340,3 +340,27 @@ fn a_split_model_opens_from_its_directory_or_first_shard_with_the_same_bits() {
         .to_string();
     assert!(e.contains("open the first one"), "{e}");
 }
+
+#[test]
+fn every_backend_and_path_reads_the_gguf_as_the_safetensors_directory() {
+    let f = fixture("llama-f32-linear");
+    let (_tmp, file) = exported("llama-f32-linear", GgmlType::F32);
+    let (_qtmp, quantized) = exported("llama-f32-linear", GgmlType::Q8_0);
+    let st = ModelDir::open(&f.dir).unwrap();
+    let gguf = ModelDir::open(&file).unwrap();
+    let q = ModelDir::open(&quantized).unwrap();
+    let dequantized = logits(&quantized, WeightDtype::F32, &f.expected.tokens);
+    for run in common::RUNS {
+        let a = run.load_dir(&st).forward_all(&f.expected.tokens).unwrap();
+        let b = run.load_dir(&gguf).forward_all(&f.expected.tokens).unwrap();
+        assert_eq!(a, b, "{run}");
+        // The Burn path widens quantized matrices to f32 tensors: the dequantized model.
+        let c = run.load_dir(&q).forward_all(&f.expected.tokens).unwrap();
+        if !run.batch_invariant() {
+            for (x, y) in c.iter().zip(&dequantized) {
+                let d = common::max_abs_diff(x, y);
+                assert!(d <= common::TOLERANCE, "{run}: {d}");
+            }
+        }
+    }
+}
