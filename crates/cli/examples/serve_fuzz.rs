@@ -18,7 +18,7 @@
 //!
 //! `--case N` sends case `N` of `--seed` alone (and prints it), to reproduce a report.
 
-#[path = "../tests/server_support/fuzz.rs"]
+#[path = "../tests/server_support/fuzz/mod.rs"]
 mod fuzz;
 
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@
 
 mod server_support;
 
-#[path = "server_support/fuzz.rs"]
+#[path = "server_support/fuzz/mod.rs"]
 mod fuzz;
 
 use std::collections::BTreeMap;
