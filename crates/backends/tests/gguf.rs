@@ -364,3 +364,84 @@ fn every_backend_and_path_reads_the_gguf_as_the_safetensors_directory() {
         }
     }
 }
+
+#[test]
+fn every_quantized_type_loads_in_its_blocks_and_dequantizes_for_vectors() {
+    use sieve_backends::gguf::{Arch, GgufTensors};
+    use sieve_backends::Checkpoint;
+    let tmp = tempfile::tempdir().unwrap();
+    let values: Vec<f32> = (0..4 * 256)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+        .collect();
+    for ty in QuantType::ALL {
+        let matrix = Weights::quantize_f32(&values, ty, 4, 256).unwrap();
+        let vector = Weights::quantize_f32(&values[..256], ty, 1, 256).unwrap();
+        let ggml = GgmlType::from_id(ty.ggml_type()).unwrap();
+        let mut w = Writer::new();
+        w.tensor(
+            "blk.0.ffn_up.weight",
+            ggml,
+            &[256, 4],
+            matrix.view().bytes(),
+        )
+        .unwrap();
+        w.tensor(
+            "blk.0.attn_norm.weight",
+            ggml,
+            &[256],
+            vector.view().bytes(),
+        )
+        .unwrap();
+        let path = tmp.path().join(format!("{ty}.gguf"));
+        w.write_file(&path).unwrap();
+        let model = sieve_gguf::GgufModel::open(&path).unwrap();
+        let checkpoint =
+            Checkpoint::from_gguf(GgufTensors::new(model, Arch::Qwen2, (1, 1)).unwrap());
+        let got = checkpoint
+            .tensor_weights("model.layers.0.mlp.up_proj.weight", 4, 256)
+            .unwrap();
+        assert_eq!(got.quant(), Some(ty));
+        assert_eq!(got.view().bytes(), matrix.view().bytes(), "{ty}");
+        let norm = checkpoint
+            .tensor_f32("model.layers.0.input_layernorm.weight", &[256])
+            .unwrap();
+        assert_eq!(norm, vector.view().row_f32(0), "{ty}");
+        let e = checkpoint
+            .tensor_weights("model.layers.0.mlp.up_proj.weight", 256, 4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("blk.0.ffn_up.weight") && e.contains("[4, 256]"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn an_unsupported_tensor_type_is_refused_by_name() {
+    use sieve_backends::gguf::{Arch, GgufTensors};
+    use sieve_backends::Checkpoint;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = Writer::new();
+    // IQ4_NL: blocks of 32 in 18 bytes; known to the reader, not computed by the kernels.
+    w.tensor(
+        "blk.0.ffn_up.weight",
+        GgmlType::IQ4_NL,
+        &[32, 2],
+        vec![0u8; 36],
+    )
+    .unwrap();
+    let path = tmp.path().join("iq.gguf");
+    w.write_file(&path).unwrap();
+    let model = sieve_gguf::GgufModel::open(&path).unwrap();
+    let checkpoint = Checkpoint::from_gguf(GgufTensors::new(model, Arch::Qwen2, (1, 1)).unwrap());
+    let e = checkpoint
+        .tensor_weights("model.layers.0.mlp.up_proj.weight", 2, 32)
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("blk.0.ffn_up.weight") && text.contains("IQ4_NL") && text.contains("Q6_K"),
+        "{text}"
+    );
+    assert!(e.is_bad_model_file());
+}

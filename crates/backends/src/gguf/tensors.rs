@@ -141,7 +141,7 @@ impl GgufTensors {
         Ok((shard, info))
     }
 
-    /// How a stored tensor's elements are kept, or [`Error::TensorDtype`] for a type the
+    /// How a stored tensor's elements are kept, or [`Error::UnsupportedGguf`] for a type the
     /// kernels do not compute with.
     fn stored(shard: &GgufFile, info: &TensorInfo) -> Result<Stored> {
         match info.ggml_type {
@@ -152,17 +152,18 @@ impl GgufTensors {
         }
         match QuantType::from_ggml_type(info.ggml_type.id()) {
             Some(t) if quant::supported(t) => Ok(Stored::Quant(t)),
-            _ => Err(Error::TensorDtype {
+            _ => Err(Error::UnsupportedGguf {
                 path: shard.path().to_path_buf(),
-                name: info.name.clone(),
-                found: format!(
-                    "{} (GGUF type {}, not supported; the supported types are F32, F16, BF16, {})",
+                what: format!("tensor `{}`", info.name),
+                message: format!(
+                    "type {} (GGUF type {}) is not computed; the supported types are F32, F16, BF16, {}",
                     info.ggml_type,
                     info.ggml_type.id(),
                     QuantType::ALL
                         .iter()
                         .filter(|t| quant::supported(**t))
-                        .map(|t| t.to_string())
+                        .filter_map(|t| GgmlType::from_id(t.ggml_type()))
+                        .map(GgmlType::name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -215,8 +216,8 @@ impl GgufTensors {
     /// un-permuted), checked against `shape`, and the bytes it takes in the file.
     ///
     /// # Errors
-    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`] for a type
-    /// the kernels do not read.
+    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::UnsupportedGguf`] for a
+    /// type the kernels do not read.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<(Vec<f32>, usize)> {
         let (shard, info) = self.find(name, shape)?;
         let stored = Self::stored(shard, info)?;
@@ -262,7 +263,7 @@ impl GgufTensors {
     /// their own.
     ///
     /// # Errors
-    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::TensorDtype`].
+    /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::UnsupportedGguf`].
     pub fn tensor_weights(
         &self,
         name: &str,
