@@ -163,200 +163,239 @@ unsafe fn q3_scales(b: &[u8; q3k::BYTES]) -> __m128i {
     }
 }
 
-/// Q2_K: `(isum, msum)` of [`q2k::dot`], spread over 8 lanes each.
+/// A block's levels and scales, unpacked once and usable against any number of Q8_K blocks
+/// (the activation rows of a prefill share each weight block's unpacking).
+///
+/// `isum = Σ_g madd(maddubs(lv[g], a[32g..32g+32]), sc[g]) + madd(bsums, ibias)` and
+/// `msum = madd(bsums, mbias)`, lane-wise `i32`, summed over lanes: exactly the reference's
+/// integer sums. `ibias` takes the unsigned levels' offset back out (Q3_K: `−4·sc`, Q6_K:
+/// `−32·sc` per group of 16), `mbias` weighs each group of 16 by its min (Q2_K: `m_s`,
+/// Q4_K / Q5_K: `m_{s/2}`).
+#[derive(Clone, Copy)]
+struct Unpacked {
+    /// Elements `32·g..32·g + 32` as unsigned levels.
+    lv: [__m256i; 8],
+    /// Their sub-block scales as `i16` (one per 16-element half of a `vpmaddubsw` result).
+    sc: [__m256i; 8],
+    /// Per 16-element group: the offset correction (zero for Q2_K, Q4_K, Q5_K).
+    ibias: __m256i,
+    /// Per 16-element group: the min (zero for Q3_K, Q6_K).
+    mbias: __m256i,
+}
+
+/// Q2_K's [`Unpacked`].
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q2k_sums<M: Madd>(b: &[u8; q2k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
+unsafe fn q2k_unpack(b: &[u8; q2k::BYTES]) -> Unpacked {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
         let raw = _mm_loadu_si128(b.as_ptr().cast());
         let low4 = _mm_set1_epi8(0x0f);
         let sc = _mm256_broadcastsi128_si256(_mm_and_si128(raw, low4));
         let mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(raw), low4));
-        let msum = _mm256_madd_epi16(mins, bsums(a));
         let three = _mm256_set1_epi8(3);
-        let mut acc = [_mm256_setzero_si256(); 2];
-        for h in 0..2 {
-            let q = load(b, q2k::QS + 32 * h);
-            for j in 0..4 {
-                let g = 4 * h + j;
-                let u =
-                    _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j as i32)), three);
-                let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc[g % 2] = M::madd(acc[g % 2], p, pair_u(sc, g));
-            }
+        let q0 = load(b, q2k::QS);
+        let q1 = load(b, q2k::QS + 32);
+        let level = |q: __m256i, j: i32| {
+            _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j)), three)
+        };
+        Unpacked {
+            lv: [
+                level(q0, 0),
+                level(q0, 1),
+                level(q0, 2),
+                level(q0, 3),
+                level(q1, 0),
+                level(q1, 1),
+                level(q1, 2),
+                level(q1, 3),
+            ],
+            sc: std::array::from_fn(|g| pair_u(sc, g)),
+            ibias: _mm256_setzero_si256(),
+            mbias: mins,
         }
-        (_mm256_add_epi32(acc[0], acc[1]), msum)
     }
 }
 
-/// Q3_K: `isum` of [`q3k::dot`] over 8 lanes, with levels `q + 4` and `4·Σ sc·bsums` taken
-/// back out.
+/// Q3_K's [`Unpacked`]: levels `q + 4` (the high bit, set for `q ≥ 0`, adds 4).
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q3k_sum<M: Madd>(b: &[u8; q3k::BYTES], a: &BlockQ8K) -> __m256i {
+unsafe fn q3k_unpack(b: &[u8; q3k::BYTES]) -> Unpacked {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
         let scales = q3_scales(b);
         let sc = _mm256_broadcastsi128_si256(scales);
         let sc16 = _mm256_cvtepi8_epi16(scales);
-        let offset = _mm256_madd_epi16(sc16, bsums(a));
         let three = _mm256_set1_epi8(3);
         let one = _mm256_set1_epi8(1);
-        let mut hm = load(b, 0);
-        let mut acc = [_mm256_setzero_si256(); 2];
-        for h in 0..2 {
-            let q = load(b, q3k::QS + 32 * h);
-            for j in 0..4 {
-                let g = 4 * h + j;
-                let low =
-                    _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j as i32)), three);
-                let high = _mm256_slli_epi16::<2>(_mm256_and_si256(hm, one));
-                hm = _mm256_srli_epi16::<1>(hm);
-                let u = _mm256_or_si256(low, high);
-                let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc[g % 2] = M::madd(acc[g % 2], p, pair(sc, g));
-            }
+        let hm = load(b, 0);
+        let q = [load(b, q3k::QS), load(b, q3k::QS + 32)];
+        let lv = std::array::from_fn(|g| {
+            let low = _mm256_and_si256(
+                _mm256_srl_epi16(q[g / 4], _mm_cvtsi32_si128(2 * (g % 4) as i32)),
+                three,
+            );
+            let high = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(g as i32)), one);
+            _mm256_or_si256(low, _mm256_slli_epi16::<2>(high))
+        });
+        Unpacked {
+            lv,
+            sc: std::array::from_fn(|g| pair(sc, g)),
+            ibias: _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16::<2>(sc16)),
+            mbias: _mm256_setzero_si256(),
         }
-        _mm256_sub_epi32(
-            _mm256_add_epi32(acc[0], acc[1]),
-            _mm256_slli_epi32::<2>(offset),
-        )
     }
 }
 
-/// The mins' share `Σ_s m_s · (bsums_{2s} + bsums_{2s+1})` of a Q4_K / Q5_K block, as 4 lanes
-/// (`scales` from [`k4_scales`]).
+/// Q4_K's and Q5_K's scales and `mbias` (each min for both of its groups of 16).
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn k4_mins(scales: __m128i, a: &BlockQ8K) -> __m128i {
-    // SAFETY: the module's contract (CPU features); `bsums` is 32 bytes.
-    unsafe {
-        let mins = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(scales));
-        let bs = bsums(a);
-        let pairs = _mm_hadd_epi16(
-            _mm256_castsi256_si128(bs),
-            _mm256_extracti128_si256::<1>(bs),
-        );
-        _mm_madd_epi16(mins, pairs)
-    }
-}
-
-/// Q4_K: `(isum, msum)` of [`q4k::dot`], spread over 8 lanes each.
-///
-/// # Safety
-/// The module's contract.
-#[inline(always)]
-unsafe fn q4k_sums<M: Madd>(b: &[u8; q4k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
-    // SAFETY: the module's contract (CPU features); every load is bounds-checked.
+unsafe fn k4_common(b: &[u8]) -> ([__m256i; 8], __m256i) {
+    // SAFETY: the module's contract (CPU features).
     unsafe {
         let scales = k4_scales(b);
         let scv = _mm256_broadcastsi128_si256(scales);
+        let mins = _mm_srli_si128::<8>(scales);
+        let mbias = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
+        (std::array::from_fn(|s| same_u(scv, s)), mbias)
+    }
+}
+
+/// Q4_K's [`Unpacked`].
+///
+/// # Safety
+/// The module's contract.
+#[inline(always)]
+unsafe fn q4k_unpack(b: &[u8; q4k::BYTES]) -> Unpacked {
+    // SAFETY: the module's contract (CPU features); every load is bounds-checked.
+    unsafe {
+        let (sc, mbias) = k4_common(b);
         let low4 = _mm256_set1_epi8(0x0f);
-        let mut acc = [_mm256_setzero_si256(); 2];
-        for c in 0..4 {
-            let q = load(b, q4k::QS + 32 * c);
-            let lo = _mm256_and_si256(q, low4);
-            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low4);
-            let p0 = _mm256_maddubs_epi16(lo, load(&a.qs, 64 * c));
-            let p1 = _mm256_maddubs_epi16(hi, load(&a.qs, 64 * c + 32));
-            acc[0] = M::madd(acc[0], p0, same_u(scv, 2 * c));
-            acc[1] = M::madd(acc[1], p1, same_u(scv, 2 * c + 1));
+        let lv = std::array::from_fn(|g| {
+            let q = load(b, q4k::QS + 32 * (g / 2));
+            if g % 2 == 0 {
+                _mm256_and_si256(q, low4)
+            } else {
+                _mm256_and_si256(_mm256_srli_epi16::<4>(q), low4)
+            }
+        });
+        Unpacked {
+            lv,
+            sc,
+            ibias: _mm256_setzero_si256(),
+            mbias,
         }
-        (
-            _mm256_add_epi32(acc[0], acc[1]),
-            _mm256_set_m128i(_mm_setzero_si128(), k4_mins(scales, a)),
-        )
     }
 }
 
-/// Q5_K: `(isum, msum)` of [`q5k::dot`], spread over 8 lanes each.
+/// Q5_K's [`Unpacked`].
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q5k_sums<M: Madd>(b: &[u8; q5k::BYTES], a: &BlockQ8K) -> (__m256i, __m256i) {
+unsafe fn q5k_unpack(b: &[u8; q5k::BYTES]) -> Unpacked {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
-        let scales = k4_scales(b);
-        let scv = _mm256_broadcastsi128_si256(scales);
+        let (sc, mbias) = k4_common(b);
         let low4 = _mm256_set1_epi8(0x0f);
         let one = _mm256_set1_epi8(1);
-        let mut qh = load(b, q5k::QH);
-        let mut acc = [_mm256_setzero_si256(); 2];
-        for c in 0..4 {
-            let q = load(b, q5k::QS + 32 * c);
-            let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, one));
-            qh = _mm256_srli_epi16::<1>(qh);
-            let h1 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, one));
-            qh = _mm256_srli_epi16::<1>(qh);
-            let lo = _mm256_or_si256(_mm256_and_si256(q, low4), h0);
-            let hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(q), low4), h1);
-            let p0 = _mm256_maddubs_epi16(lo, load(&a.qs, 64 * c));
-            let p1 = _mm256_maddubs_epi16(hi, load(&a.qs, 64 * c + 32));
-            acc[0] = M::madd(acc[0], p0, same_u(scv, 2 * c));
-            acc[1] = M::madd(acc[1], p1, same_u(scv, 2 * c + 1));
+        let qh = load(b, q5k::QH);
+        let lv = std::array::from_fn(|g| {
+            let q = load(b, q5k::QS + 32 * (g / 2));
+            let nibble = if g % 2 == 0 {
+                _mm256_and_si256(q, low4)
+            } else {
+                _mm256_and_si256(_mm256_srli_epi16::<4>(q), low4)
+            };
+            let high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(g as i32)), one);
+            _mm256_or_si256(nibble, _mm256_slli_epi16::<4>(high))
+        });
+        Unpacked {
+            lv,
+            sc,
+            ibias: _mm256_setzero_si256(),
+            mbias,
         }
-        (
-            _mm256_add_epi32(acc[0], acc[1]),
-            _mm256_set_m128i(_mm_setzero_si128(), k4_mins(scales, a)),
-        )
     }
 }
 
-/// Q6_K: `isum` of [`q6k::dot`] over 8 lanes, with levels `q + 32` and `32·Σ sc·bsums` taken
-/// back out.
+/// Q6_K's [`Unpacked`]: levels `q + 32`.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn q6k_sum<M: Madd>(b: &[u8; q6k::BYTES], a: &BlockQ8K) -> __m256i {
+unsafe fn q6k_unpack(b: &[u8; q6k::BYTES]) -> Unpacked {
     // SAFETY: the module's contract (CPU features); every load is bounds-checked.
     unsafe {
         let raw = _mm_loadu_si128(b[q6k::SCALES..q6k::SCALES + 16].as_ptr().cast());
         let sc = _mm256_broadcastsi128_si256(raw);
-        let offset = _mm256_madd_epi16(_mm256_cvtepi8_epi16(raw), bsums(a));
+        let sc16 = _mm256_cvtepi8_epi16(raw);
         let low4 = _mm256_set1_epi8(0x0f);
         let top2 = _mm256_set1_epi8(0x30);
-        let mut acc = [_mm256_setzero_si256(); 2];
-        for h in 0..2 {
-            let ql0 = load(b, 64 * h);
-            let ql1 = load(b, 64 * h + 32);
+        let lv = std::array::from_fn(|g| {
+            let (h, j) = (g / 4, g % 4);
+            let ql = load(b, 64 * h + 32 * (j % 2));
             let qh = load(b, q6k::QH + 32 * h);
-            let u = [
-                _mm256_or_si256(
-                    _mm256_and_si256(ql0, low4),
-                    _mm256_and_si256(_mm256_slli_epi16::<4>(qh), top2),
-                ),
-                _mm256_or_si256(
-                    _mm256_and_si256(ql1, low4),
-                    _mm256_and_si256(_mm256_slli_epi16::<2>(qh), top2),
-                ),
-                _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), low4),
-                    _mm256_and_si256(qh, top2),
-                ),
-                _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), low4),
-                    _mm256_and_si256(_mm256_srli_epi16::<2>(qh), top2),
-                ),
-            ];
-            for (j, u) in u.into_iter().enumerate() {
-                let g = 4 * h + j;
-                let p = _mm256_maddubs_epi16(u, load(&a.qs, 32 * g));
-                acc[g % 2] = M::madd(acc[g % 2], p, pair(sc, g));
-            }
+            let nibble = if j < 2 {
+                _mm256_and_si256(ql, low4)
+            } else {
+                _mm256_and_si256(_mm256_srli_epi16::<4>(ql), low4)
+            };
+            // Bits 2j, 2j+1 of qh to bits 4, 5.
+            let top = match j {
+                0 => _mm256_slli_epi16::<4>(qh),
+                1 => _mm256_slli_epi16::<2>(qh),
+                2 => qh,
+                _ => _mm256_srli_epi16::<2>(qh),
+            };
+            _mm256_or_si256(nibble, _mm256_and_si256(top, top2))
+        });
+        Unpacked {
+            lv,
+            sc: std::array::from_fn(|g| pair(sc, g)),
+            ibias: _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16::<5>(sc16)),
+            mbias: _mm256_setzero_si256(),
         }
-        _mm256_sub_epi32(
-            _mm256_add_epi32(acc[0], acc[1]),
-            _mm256_slli_epi32::<5>(offset),
-        )
+    }
+}
+
+/// `(isum, msum)` of an unpacked block against a Q8_K block, spread over 8 `i32` lanes each
+/// (see [`Unpacked`]); `ibias` / `mins` say whether the type has the offset / min terms
+/// (constants where it is inlined).
+///
+/// # Safety
+/// The module's contract.
+#[inline(always)]
+unsafe fn dot_unpacked<M: Madd>(
+    u: &Unpacked,
+    a: &BlockQ8K,
+    ibias: bool,
+    mins: bool,
+) -> (__m256i, __m256i) {
+    // SAFETY: the module's contract (CPU features); every load is bounds-checked.
+    unsafe {
+        let mut acc = [_mm256_setzero_si256(); 2];
+        for g in 0..8 {
+            let p = _mm256_maddubs_epi16(u.lv[g], load(&a.qs, 32 * g));
+            acc[g % 2] = M::madd(acc[g % 2], p, u.sc[g]);
+        }
+        let mut isum = _mm256_add_epi32(acc[0], acc[1]);
+        let bs = bsums(a);
+        if ibias {
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(bs, u.ibias));
+        }
+        let msum = if mins {
+            _mm256_madd_epi16(bs, u.mbias)
+        } else {
+            _mm256_setzero_si256()
+        };
+        (isum, msum)
     }
 }
 
@@ -366,13 +405,15 @@ trait Kernel {
     const BYTES: usize;
     /// Whether the type has mins (the second sum and `dmin`).
     const MINS: bool;
+    /// Whether the levels carry an offset taken back out through `bsums`.
+    const IBIAS: bool;
     /// Offset of the `f16` `d` (then `dmin` when [`Kernel::MINS`]).
     const D: usize;
-    /// The block's `isum` and `msum` (zero without mins), each spread over 8 `i32` lanes.
+    /// The block's [`Unpacked`] form.
     ///
     /// # Safety
     /// The module's contract; `b` holds [`Kernel::BYTES`] bytes.
-    unsafe fn sums<M: Madd>(b: &[u8], a: &BlockQ8K) -> (__m256i, __m256i);
+    unsafe fn unpack(b: &[u8]) -> Unpacked;
 }
 
 /// The kernel of Q2_K, Q3_K, … (`T` = 2..=6).
@@ -385,32 +426,26 @@ fn exact<const N: usize>(b: &[u8]) -> &[u8; N] {
 }
 
 macro_rules! kernel {
-    ($t:literal, $module:ident, $mins:literal, $d:expr, |$b:ident, $a:ident| $body:expr) => {
+    ($t:literal, $module:ident, $unpack:ident, mins: $mins:literal, ibias: $ibias:literal, d: $d:expr) => {
         impl Kernel for K<$t> {
             const BYTES: usize = $module::BYTES;
             const MINS: bool = $mins;
+            const IBIAS: bool = $ibias;
             const D: usize = $d;
             #[inline(always)]
-            unsafe fn sums<M: Madd>(b: &[u8], $a: &BlockQ8K) -> (__m256i, __m256i) {
-                let $b = exact::<{ $module::BYTES }>(b);
+            unsafe fn unpack(b: &[u8]) -> Unpacked {
                 // SAFETY: the module's contract, passed on.
-                unsafe { $body }
+                unsafe { $unpack(exact::<{ $module::BYTES }>(b)) }
             }
         }
     };
 }
 
-kernel!(2, q2k, true, q2k::D, |b, a| q2k_sums::<M>(b, a));
-kernel!(3, q3k, false, q3k::D, |b, a| (
-    q3k_sum::<M>(b, a),
-    _mm256_setzero_si256()
-));
-kernel!(4, q4k, true, 0, |b, a| q4k_sums::<M>(b, a));
-kernel!(5, q5k, true, 0, |b, a| q5k_sums::<M>(b, a));
-kernel!(6, q6k, false, q6k::D, |b, a| (
-    q6k_sum::<M>(b, a),
-    _mm256_setzero_si256()
-));
+kernel!(2, q2k, q2k_unpack, mins: true, ibias: false, d: q2k::D);
+kernel!(3, q3k, q3k_unpack, mins: false, ibias: true, d: q3k::D);
+kernel!(4, q4k, q4k_unpack, mins: true, ibias: false, d: 0);
+kernel!(5, q5k, q5k_unpack, mins: true, ibias: false, d: 0);
+kernel!(6, q6k, q6k_unpack, mins: false, ibias: true, d: q6k::D);
 
 /// Lane `j` = the sum of the 8 lanes of `v[j]` (exact: the true sums fit in `i32`).
 ///
@@ -433,97 +468,144 @@ unsafe fn reduce8(v: &[__m256i; 8]) -> __m256i {
     }
 }
 
-/// A row's dot product (see [`super::dot_row`]) with the kernel `T`, 8 blocks at a time:
-/// each block's integer sums stay in vectors, one transposing reduction gives the 8 blocks'
-/// `isum` (and `msum`) in lanes 0..8, and the float formula runs lane-wise, so block
-/// `8·g + j` is added to lane `j` of the accumulator: exactly [`crate::quant::sum_blocks`]'s
-/// order. Lanes past the row's last block add `±0.0`, which changes no accumulator (they
-/// start at `+0.0` and so are never `−0.0`). The formula is `common::contribution[_min]`'s,
-/// operation for operation (`vmulps`, `vsubps`, no fma).
+/// The dot products of one weight row with `R` activation rows (`acts`: `R` rows of
+/// `nblocks` Q8_K blocks each, one after the other) into `out[..R]`, 8 blocks at a time: each
+/// weight block is unpacked once for all `R` rows, each block's integer sums stay in vectors,
+/// one transposing reduction gives 8 blocks' `isum` (and `msum`) in lanes 0..8, and the float
+/// formula runs lane-wise, so block `8·g + j` is added to lane `j` of a row's accumulator:
+/// exactly [`crate::quant::sum_blocks`]'s order. Lanes past the row's last block add `±0.0`,
+/// which changes no accumulator (they start at `+0.0` and so are never `−0.0`). The formula
+/// is `common::contribution[_min]`'s, operation for operation (`vmulps`, `vsubps`, no fma),
+/// and the lane tree is the contract's.
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-unsafe fn row_of<T: Kernel, M: Madd>(w_row: &[u8], act: &[BlockQ8K]) -> f32 {
-    let nblocks = (w_row.len() / T::BYTES).min(act.len());
+unsafe fn rows_of<T: Kernel, M: Madd, const R: usize>(
+    w_row: &[u8],
+    nblocks: usize,
+    acts: &[BlockQ8K],
+    out: &mut [f32],
+) {
     // SAFETY: the module's contract; every slice access below is bounds-checked, and every
     // element of `isums` / `msums` is written (by a block or as zero) before it is read.
     unsafe {
         let zero = _mm256_setzero_si256();
-        let mut acc = _mm256_setzero_ps();
+        let mut acc = [_mm256_setzero_ps(); R];
         let mut g0 = 0;
         while g0 < nblocks {
             let len = (nblocks - g0).min(BLOCK_LANES);
-            let mut isums = [MaybeUninit::<__m256i>::uninit(); 8];
-            let mut msums = [MaybeUninit::<__m256i>::uninit(); 8];
+            let mut isums = [[MaybeUninit::<__m256i>::uninit(); 8]; R];
+            let mut msums = [[MaybeUninit::<__m256i>::uninit(); 8]; R];
             let mut d = [0u16; 8];
             let mut dmin = [0u16; 8];
-            let mut ad = [0f32; 8];
+            let mut ad = [[0f32; 8]; R];
             for j in 0..len {
                 let b = &w_row[(g0 + j) * T::BYTES..(g0 + j + 1) * T::BYTES];
-                let a = &act[g0 + j];
-                let (i, m) = T::sums::<M>(b, a);
-                isums[j].write(i);
-                msums[j].write(m);
+                let u = T::unpack(b);
+                for r in 0..R {
+                    let a = &acts[r * nblocks + g0 + j];
+                    let (i, m) = dot_unpacked::<M>(&u, a, T::IBIAS, T::MINS);
+                    isums[r][j].write(i);
+                    msums[r][j].write(m);
+                    ad[r][j] = a.d;
+                }
                 d[j] = u16::from_le_bytes([b[T::D], b[T::D + 1]]);
                 if T::MINS {
                     dmin[j] = u16::from_le_bytes([b[T::D + 2], b[T::D + 3]]);
                 }
-                ad[j] = a.d;
             }
-            for j in len..BLOCK_LANES {
-                isums[j].write(zero);
-                msums[j].write(zero);
+            let d = _mm256_cvtph_ps(_mm_loadu_si128(d.as_ptr().cast()));
+            let dmin = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr().cast()));
+            for r in 0..R {
+                for j in len..BLOCK_LANES {
+                    isums[r][j].write(zero);
+                    msums[r][j].write(zero);
+                }
+                let ad = _mm256_loadu_ps(ad[r].as_ptr());
+                let isum = reduce8(&isums[r].map(|v| v.assume_init()));
+                let mut c = _mm256_mul_ps(_mm256_mul_ps(ad, d), _mm256_cvtepi32_ps(isum));
+                if T::MINS {
+                    let msum = reduce8(&msums[r].map(|v| v.assume_init()));
+                    let dm = _mm256_mul_ps(ad, dmin);
+                    c = _mm256_sub_ps(c, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
+                }
+                acc[r] = _mm256_add_ps(acc[r], c);
             }
-            let isums = isums.map(|v| v.assume_init());
-            let ad = _mm256_loadu_ps(ad.as_ptr());
-            let dd = _mm256_mul_ps(ad, _mm256_cvtph_ps(_mm_loadu_si128(d.as_ptr().cast())));
-            let mut c = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(reduce8(&isums)));
-            if T::MINS {
-                let dmin = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr().cast()));
-                let dm = _mm256_mul_ps(ad, dmin);
-                let msums = msums.map(|v| v.assume_init());
-                c = _mm256_sub_ps(c, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(reduce8(&msums))));
-            }
-            acc = _mm256_add_ps(acc, c);
             g0 += len;
         }
-        // The contract's tree: `vhaddps` adds neighbours (a0+a1, a2+a3 | a4+a5, a6+a7), then
-        // those pairs, then the two halves: ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)).
-        let h = _mm256_hadd_ps(acc, acc);
-        let h = _mm256_hadd_ps(h, h);
-        _mm_cvtss_f32(_mm_add_ss(
-            _mm256_castps256_ps128(h),
-            _mm256_extractf128_ps::<1>(h),
-        ))
+        for (o, acc) in out.iter_mut().zip(acc) {
+            // The contract's tree: `vhaddps` adds neighbours (a0+a1, a2+a3 | a4+a5, a6+a7),
+            // then those pairs, then the two halves: ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)).
+            let h = _mm256_hadd_ps(acc, acc);
+            let h = _mm256_hadd_ps(h, h);
+            *o = _mm_cvtss_f32(_mm_add_ss(
+                _mm256_castps256_ps128(h),
+                _mm256_extractf128_ps::<1>(h),
+            ));
+        }
     }
 }
 
-/// A row's dot product (see [`super::dot_row`]) with the kernels above.
+/// Up to 4 activation rows at a time (see [`rows_of`]).
 ///
 /// # Safety
 /// The module's contract.
 #[inline(always)]
-pub(super) unsafe fn row<M: Madd>(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
-    // SAFETY: the module's contract, passed on.
+unsafe fn rows_in_fours<T: Kernel, M: Madd>(w_row: &[u8], acts: &[BlockQ8K], out: &mut [f32]) {
+    let rows = out.len();
+    let nblocks = acts
+        .len()
+        .checked_div(rows)
+        .map_or(0, |per_row| (w_row.len() / T::BYTES).min(per_row));
+    let mut r0 = 0;
+    // SAFETY: the module's contract, passed on; each call gets its rows' activations.
     unsafe {
-        match ty {
-            QuantType::Q2K => row_of::<K<2>, M>(w_row, act),
-            QuantType::Q3K => row_of::<K<3>, M>(w_row, act),
-            QuantType::Q4K => row_of::<K<4>, M>(w_row, act),
-            QuantType::Q5K => row_of::<K<5>, M>(w_row, act),
-            QuantType::Q6K => row_of::<K<6>, M>(w_row, act),
-            _ => f32::NAN,
+        while r0 < rows {
+            let a = &acts[r0 * nblocks..];
+            let o = &mut out[r0..];
+            match rows - r0 {
+                1 => rows_of::<T, M, 1>(w_row, nblocks, a, o),
+                2 => rows_of::<T, M, 2>(w_row, nblocks, a, o),
+                3 => rows_of::<T, M, 3>(w_row, nblocks, a, o),
+                _ => rows_of::<T, M, 4>(w_row, nblocks, a, o),
+            }
+            r0 += 4;
         }
     }
 }
 
-/// [`super::dot_row`] with AVX2.
+/// The dot products of one weight row with `out.len()` activation rows (see
+/// [`super::dot_rows`]) with the kernels above.
+///
+/// # Safety
+/// The module's contract.
+#[inline(always)]
+pub(super) unsafe fn rows<M: Madd>(
+    ty: QuantType,
+    w_row: &[u8],
+    acts: &[BlockQ8K],
+    out: &mut [f32],
+) {
+    // SAFETY: the module's contract, passed on.
+    unsafe {
+        match ty {
+            QuantType::Q2K => rows_in_fours::<K<2>, M>(w_row, acts, out),
+            QuantType::Q3K => rows_in_fours::<K<3>, M>(w_row, acts, out),
+            QuantType::Q4K => rows_in_fours::<K<4>, M>(w_row, acts, out),
+            QuantType::Q5K => rows_in_fours::<K<5>, M>(w_row, acts, out),
+            QuantType::Q6K => rows_in_fours::<K<6>, M>(w_row, acts, out),
+            _ => out.fill(f32::NAN),
+        }
+    }
+}
+
+/// [`super::dot_rows`] with AVX2.
 ///
 /// # Safety
 /// The CPU has AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_row(ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
+pub(super) unsafe fn dot_rows(ty: QuantType, w_row: &[u8], acts: &[BlockQ8K], out: &mut [f32]) {
     // SAFETY: this function's features are the module's contract for `Plain`.
-    unsafe { row::<Plain>(ty, w_row, act) }
+    unsafe { rows::<Plain>(ty, w_row, acts, out) }
 }

@@ -133,18 +133,54 @@ pub(crate) fn dot_row(isa: Isa, ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -
 
 /// [`dot_row`] on an explicit path (the path must be one [`Path::of`] gives on this CPU).
 pub(crate) fn dot_row_on(path: Path, ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
+    if path == Path::Scalar {
+        return scalar_row(ty, w_row, act);
+    }
+    let mut out = [0f32];
+    dot_rows_on(path, ty, w_row, act, &mut out);
+    out[0]
+}
+
+/// The dot products of one weight row with `out.len()` activation rows: `acts` holds the
+/// rows one after the other, each as many Q8_K blocks as `w_row` has weight blocks, and
+/// `out[r]` = [`dot_row`] of row `r`, bit for bit. The SIMD paths unpack each weight block
+/// once for up to 4 activation rows (prefill). A type that is not a K-quant gives NaN.
+// For the driver's prefill tiles (`product.rs` calls `dot_row` per activation row today).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn dot_rows(isa: Isa, ty: QuantType, w_row: &[u8], acts: &[BlockQ8K], out: &mut [f32]) {
+    dot_rows_on(Path::of(isa), ty, w_row, acts, out);
+}
+
+/// [`dot_rows`] on an explicit path (the path must be one [`Path::of`] gives on this CPU).
+pub(crate) fn dot_rows_on(
+    path: Path,
+    ty: QuantType,
+    w_row: &[u8],
+    acts: &[BlockQ8K],
+    out: &mut [f32],
+) {
     match path {
-        Path::Scalar => scalar_row(ty, w_row, act),
+        Path::Scalar => {
+            let nb = if out.is_empty() {
+                0
+            } else {
+                acts.len() / out.len()
+            };
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = scalar_row(ty, w_row, &acts[r * nb..(r + 1) * nb]);
+            }
+        }
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Path::of` (or `Path::available`) gives `Avx2` only when the CPU has AVX2.
-        Path::Avx2 => unsafe { avx2::dot_row(ty, w_row, act) },
+        // SAFETY: `Path::of` (or `Path::available`) gives `Avx2` only when the CPU has AVX2,
+        // FMA and F16C.
+        Path::Avx2 => unsafe { avx2::dot_rows(ty, w_row, acts, out) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Path::of` gives `Avx512` only when the CPU has AVX-512 F/BW/VL/DQ.
-        Path::Avx512 => unsafe { avx512::dot_row(ty, w_row, act) },
+        // SAFETY: `Path::of` gives `Avx512` only when the CPU has AVX-512 F/BW/VL/DQ, FMA and
+        // F16C.
+        Path::Avx512 => unsafe { avx512::dot_rows(ty, w_row, acts, out) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Path::of` gives `Avx512Vnni` only when the CPU has AVX-512 F/BW/VL/DQ and
-        // AVX512-VNNI.
-        Path::Avx512Vnni => unsafe { avx512::dot_row_vnni(ty, w_row, act) },
+        // SAFETY: `Path::of` gives `Avx512Vnni` only when the CPU also has AVX512-VNNI.
+        Path::Avx512Vnni => unsafe { avx512::dot_rows_vnni(ty, w_row, acts, out) },
     }
 }
 
