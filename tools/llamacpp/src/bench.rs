@@ -6,6 +6,7 @@ use llama_cpp_2::token::LlamaToken;
 use serde_json::json;
 
 use crate::args::Args;
+use crate::cputime;
 use crate::engine::{argmax, decode, ContextSpec, Engine};
 use crate::error::{Error, Result};
 
@@ -39,12 +40,17 @@ pub fn run(engine: &Engine, mut args: Args) -> Result<()> {
 
     let mut prefill_tps = Vec::with_capacity(reps);
     let mut decode_ms = Vec::with_capacity(reps);
+    let mut prefill_cpu_s = 0.0;
+    let mut decode_cpu_s = 0.0;
     for _ in 0..reps {
         ctx.clear_kv_cache();
+        let cpu0 = cputime::process_seconds();
         let t = Instant::now();
         decode(&mut ctx, &ids, 0, false)?;
         let secs = t.elapsed().as_secs_f64();
         prefill_tps.push(prompt as f64 / secs);
+        let cpu1 = cputime::process_seconds();
+        prefill_cpu_s += cpu1.zip(cpu0).map_or(f64::NAN, |(b, a)| b - a);
 
         let mut last = i32::try_from(prompt - 1).unwrap_or(0);
         let mut steps = Vec::with_capacity(gen);
@@ -57,7 +63,12 @@ pub fn run(engine: &Engine, mut args: Args) -> Result<()> {
             last = 0;
         }
         decode_ms.push(median(&mut steps));
+        let cpu2 = cputime::process_seconds();
+        decode_cpu_s += cpu2.zip(cpu1).map_or(f64::NAN, |(b, a)| b - a);
     }
+    // CPU time per token over all repetitions (10 ms ticks, summed over the whole run).
+    let prefill_cpu_ms = prefill_cpu_s * 1e3 / (prompt * reps) as f64;
+    let decode_cpu_ms = decode_cpu_s * 1e3 / (gen * reps) as f64;
     let prefill = median(&mut prefill_tps);
     let decode_med = median(&mut decode_ms);
     // Sorted by `median`: the best repetition, a steadier figure on a shared, loaded machine.
@@ -65,7 +76,7 @@ pub fn run(engine: &Engine, mut args: Args) -> Result<()> {
     let decode_best = decode_ms.first().copied().unwrap_or(f64::NAN);
     let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
     println!(
-        "{}: prefill {prompt}: {prefill:.1} tokens/s (best {prefill_best:.1}); decode: {decode_med:.2} ms/token (best {decode_best:.2}); threads {}, reps {reps}",
+        "{}: prefill {prompt}: {prefill:.1} tokens/s (best {prefill_best:.1}; CPU {prefill_cpu_ms:.2} ms/token); decode: {decode_med:.2} ms/token (best {decode_best:.2}; CPU {decode_cpu_ms:.2}); threads {}, reps {reps}",
         crate::tokenize::file_name(&file),
         spec.threads
     );
@@ -82,6 +93,8 @@ pub fn run(engine: &Engine, mut args: Args) -> Result<()> {
         "prefill_tokens_per_s": prefill,
         "decode_ms_per_token": decode_med,
         "prefill_tokens_per_s_best": prefill_best,
+        "prefill_cpu_ms_per_token": prefill_cpu_ms,
+        "decode_cpu_ms_per_token": decode_cpu_ms,
         "decode_ms_per_token_best": decode_best,
         "prefill_runs": prefill_tps,
         "decode_runs_ms": decode_ms,

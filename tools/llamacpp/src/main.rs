@@ -7,6 +7,7 @@
 
 mod args;
 mod bench;
+mod cputime;
 mod engine;
 mod error;
 mod greedy;
