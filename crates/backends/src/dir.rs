@@ -242,6 +242,33 @@ impl ModelDir {
         tokenizer.vocab(self.vocab_size(), self.eos_ids())
     }
 
+    /// Bytes of weights one decode step reads, as the checkpoint stores them (a quantized
+    /// matrix at the size of its blocks, a bf16 one at 2 bytes a weight): every tensor the
+    /// model loads once, except the embedding, whose one row a step reads is left out (as
+    /// [`TransformerConfig::weights_read_per_token`] leaves it) — unless it is also the
+    /// (tied) output projection, which reads all of it. Divided by the memory read bandwidth,
+    /// the floor of a decode step's time. (Weights converted by `--dtype` take that type's
+    /// size instead.)
+    ///
+    /// # Errors
+    /// As [`ModelDir::checkpoint`].
+    pub fn bytes_read_per_token(&self) -> Result<u64> {
+        let checkpoint = self.checkpoint()?;
+        const EMBEDDING: &str = "model.embed_tokens.weight";
+        const OUTPUT: &str = "lm_head.weight";
+        let tied = self.transformer.embedding.tied;
+        let total: u64 = checkpoint
+            .shapes()
+            .filter(|(_, name, _)| !(tied && *name == OUTPUT))
+            .filter_map(|(_, name, _)| checkpoint.stored_bytes(name))
+            .sum();
+        let embedding = checkpoint.stored_bytes(EMBEDDING).unwrap_or(0);
+        Ok(match tied {
+            true => total,
+            false => total - embedding,
+        })
+    }
+
     /// Opens the checkpoint (every safetensors file is memory-mapped and its header checked;
     /// a GGUF model's tensors under Hugging Face names).
     ///

@@ -114,6 +114,12 @@ impl GgufTensors {
         self.model.shards().iter().map(GgufFile::path)
     }
 
+    /// Bytes the tensor `name` (Hugging Face naming) takes in its file, or `None`.
+    pub fn stored_bytes(&self, name: &str) -> Option<u64> {
+        let e = self.entries.get(name)?;
+        Some(self.model.shards()[e.shard].tensors()[e.index].size)
+    }
+
     /// Whether the model has the tensor `name` (Hugging Face naming).
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)

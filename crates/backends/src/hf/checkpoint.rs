@@ -385,6 +385,17 @@ impl Checkpoint {
             .chain(self.gguf.iter().flat_map(GgufTensors::files))
     }
 
+    /// Bytes the tensor `name` takes in its file (as stored: a quantized tensor's blocks), or
+    /// `None` when the checkpoint has no such tensor.
+    pub fn stored_bytes(&self, name: &str) -> Option<u64> {
+        if let Some(g) = &self.gguf {
+            return g.stored_bytes(name);
+        }
+        let file = &self.files[*self.by_name.get(name)?];
+        let info = file.tensors.get(name)?;
+        Some((info.end - info.start) as u64)
+    }
+
     /// Whether the checkpoint lists a tensor of this name.
     pub fn contains(&self, name: &str) -> bool {
         self.by_name.contains_key(name) || self.gguf.as_ref().is_some_and(|g| g.contains(name))
