@@ -305,3 +305,35 @@ fn a_gguf_name_downloads_that_one_file() {
         run.stderr
     );
 }
+
+#[test]
+fn a_relative_cache_path_is_taken_from_the_working_directory() {
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start(REPO, repo_of("llama-gqa-tied"), Fault::None);
+    let args = [
+        "generate",
+        "--model",
+        REPO,
+        "--prompt",
+        "Hello",
+        "-n",
+        "4",
+        "--sampler",
+        "greedy",
+        "--json",
+    ];
+    let env = [
+        ("HF_HUB_CACHE", "hf-cache"),
+        ("HF_ENDPOINT", server.endpoint.as_str()),
+    ];
+    let run = sieve_env(&args, &env, Some(cwd.path()));
+    let expected = tokens(&generate(fixture("llama-gqa-tied").to_str().unwrap(), &[]));
+    assert_eq!(tokens(&run), expected);
+    let link = snapshot(&cwd.path().join("hf-cache")).join("model.safetensors");
+    assert!(link.is_file(), "{}", link.display());
+    let offline = [("HF_HUB_CACHE", "hf-cache"), ("HF_HUB_OFFLINE", "1")];
+    assert_eq!(
+        tokens(&sieve_env(&args, &offline, Some(cwd.path()))),
+        expected
+    );
+}

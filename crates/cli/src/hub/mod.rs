@@ -54,6 +54,8 @@ pub fn resolve(arg: &Path) -> Result<PathBuf, Failure> {
              name (set HF_HUB_CACHE or HF_HOME)"
         )));
     };
+    // Absolute, so that the snapshot links a download writes and the messages are plain.
+    let root = std::path::absolute(&root).unwrap_or(root);
     resolve_in(&root, &name, offline(), &download::Remote::from_env())
 }
 

@@ -50,7 +50,8 @@ pub const DELAY_VAR: &str = "SIEVE_CHAT_TOKEN_DELAY_MS";
 /// `sieve chat`.
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// A Hugging Face model directory or Hub name (org/name[@revision]) with a chat template
+    /// A Hugging Face model directory or Hub name (org/name, optionally @revision) with a chat
+    /// template
     #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,
     /// The system message
