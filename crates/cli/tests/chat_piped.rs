@@ -133,6 +133,7 @@ fn commands_change_the_next_replies() {
     // A pipeline that does not compile is shown with its caret, and the chat goes on.
     assert!(run.stderr.contains("top_k("), "{}", run.stderr);
     assert!(run.stderr.contains('^'), "{}", run.stderr);
+    assert!(!run.stderr.contains("error: error"), "{}", run.stderr);
     assert!(
         run.stderr.contains("unknown command /nope"),
         "{}",

@@ -279,7 +279,7 @@ impl<'r> Session<'r> {
                 self.parsed = parsed;
                 Outcome::Say(format!("sampler: {}\n", self.sampler()))
             }
-            Err(e) => Outcome::Error(e.message().trim_end().to_string()),
+            Err(e) => Outcome::Error(said(&e)),
         }
     }
 
@@ -299,7 +299,7 @@ impl<'r> Session<'r> {
         };
         let mut stages = match pipeline::build(&last.parsed, self.registry, &cx) {
             Ok(stages) => stages,
-            Err(e) => return Outcome::Error(e.message().trim_end().to_string()),
+            Err(e) => return Outcome::Error(said(&e)),
         };
         for &t in &last.prompt {
             stages.accept(t);
@@ -374,6 +374,14 @@ impl<'r> Session<'r> {
         let _ = writeln!(text, "max tokens:     {} per reply", self.max_tokens);
         text
     }
+}
+
+/// A failure's message as a command's error: without its `error: ` start (the front end
+/// writes one) or its last newline.
+fn said(failure: &Failure) -> String {
+    let message = failure.message();
+    let message = message.trim_end();
+    message.strip_prefix("error: ").unwrap_or(message).to_string()
 }
 
 /// Whether a generation was stopped by Ctrl-C; clears `cancel` for the next reply.
