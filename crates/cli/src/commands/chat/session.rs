@@ -381,7 +381,10 @@ impl<'r> Session<'r> {
 fn said(failure: &Failure) -> String {
     let message = failure.message();
     let message = message.trim_end();
-    message.strip_prefix("error: ").unwrap_or(message).to_string()
+    message
+        .strip_prefix("error: ")
+        .unwrap_or(message)
+        .to_string()
 }
 
 /// Whether a generation was stopped by Ctrl-C; clears `cancel` for the next reply.
