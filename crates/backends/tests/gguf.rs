@@ -463,3 +463,46 @@ fn a_decode_step_reads_the_stored_bytes_of_every_weight_but_the_embedding_rows()
         "{bytes} vs {weights} weights"
     );
 }
+
+#[test]
+fn mutated_gguf_files_are_errors_or_models_never_panics() {
+    let (tmp, file) = exported("qwen2-bias", GgmlType::Q8_0);
+    let bytes = std::fs::read(&file).unwrap();
+    let header_end = GgufFile::open(&file).unwrap().header().data_offset as usize;
+    let path = tmp.path().join("mutated.gguf");
+    // A fixed xorshift sequence: the same mutations on every run.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut opened, mut refused) = (0, 0);
+    for _ in 0..300 {
+        let mut m = bytes.clone();
+        for _ in 0..1 + next() % 4 {
+            // Mostly the header (counts, lengths, types, dims, offsets), sometimes the data.
+            let at = match next() % 4 {
+                0 => (next() as usize) % m.len(),
+                _ => (next() as usize) % header_end,
+            };
+            m[at] = next() as u8;
+        }
+        std::fs::write(&path, &m).unwrap();
+        match ModelDir::open(&path) {
+            Ok(dir) => {
+                opened += 1;
+                if let Ok(mut model) = dir.load(BackendKind::Flex) {
+                    let _ = model.forward_last(&[1, 2, 3]);
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(e.is_bad_model_file(), "{e}");
+            }
+        }
+    }
+    println!("{opened} opened, {refused} refused");
+    assert!(refused > 0 && opened > 0);
+}

@@ -200,7 +200,7 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
         let row_len = shape.last().copied().unwrap_or(0);
         let ty = match (shape.len(), quant) {
             (1, _) => GgmlType::F32,
-            (_, Some(t)) if !row_len.is_multiple_of(t.block_len()) => GgmlType::F32,
+            (_, Some(t)) if row_len == 0 || !row_len.is_multiple_of(t.block_len()) => GgmlType::F32,
             _ => matrix_type,
         };
         let bytes: Vec<u8> = match (ty, quant) {

@@ -244,9 +244,8 @@ impl GgufTensors {
             Stored::Quant(t) => {
                 // The reader checked that the row length is whole blocks and the bytes fit.
                 let k = info.dims[0] as usize;
-                let row_bytes = bytes.len() / (info.elements() as usize / k.max(1)).max(1);
                 let mut out = vec![0f32; info.elements() as usize];
-                if k > 0 {
+                if let Some(row_bytes) = t.row_bytes(k).filter(|&r| r > 0) {
                     for (b, o) in bytes.chunks_exact(row_bytes).zip(out.chunks_exact_mut(k)) {
                         quant::dequantize_row(t, b, o);
                     }
