@@ -24,7 +24,7 @@
 //! `key_length^-0.5` (`hidden/heads` for the 27B models, as llama.cpp decides by size),
 //! Gemma 3's sliding layers use base 10 000 and five of every six layers. Llama 3.1/3.2's rope
 //! scaling is stored as per-dimension factors (`rope_freqs.weight`); the `llama3` parameters
-//! that give them are recovered ([`llama3_scaling`]). Anything the families would silently do
+//! that give them are recovered (`llama3_scaling`). Anything the families would silently do
 //! differently is an error naming the key: a partial rotary dimension, YaRN, factors that are
 //! not Llama 3's, experts, per-layer head counts.
 

@@ -9,7 +9,7 @@
 //!                      └─► tokenizer.* keys ─► sieve_text::gguf_tokenizer, ChatTemplate, EOS ids
 //! ```
 //!
-//! - [`names`]: GGUF tensor names against Hugging Face's;
+//! - `names`: GGUF tensor names against Hugging Face's;
 //! - [`config`]: the metadata as `config.json` ([`Arch`]);
 //! - [`tensors`]: the tensors under Hugging Face names ([`GgufTensors`]);
 //! - [`find`]: which file a path means;

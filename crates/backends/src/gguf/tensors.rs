@@ -1,5 +1,5 @@
 //! A GGUF model's tensors under the Hugging Face names the loader asks for (see
-//! [`super::names`]), in the shape PyTorch gives them (GGUF's dims reversed), handed out as
+//! `names`), in the shape PyTorch gives them (GGUF's dims reversed), handed out as
 //! their bytes in the memory map.
 //!
 //! For architecture `llama`, `convert_hf_to_gguf.py` (`LlamaModel.permute`) reorders the rows
