@@ -32,11 +32,12 @@
 //!   with the highest score is merged, again and again; characters no token covers become
 //!   `<0xNN>` byte tokens. That is BPE whose merge ranks are the scores of the merged tokens.
 //!
-//! Known differences (rare on real vocabularies; `docs/gguf_tokenizer.md` has the list): two
+//! Known differences (rare on real text; `docs/gguf_tokenizer.md` has the list): characters
+//! new in Unicode 16 are undefined in llama.cpp's tables and letters or symbols here; two
 //! different tokens with the *same* score in a `llama` vocabulary are merged in id order here
 //! where llama.cpp takes the leftmost pair; special tokens overlapping one another are matched
 //! leftmost-longest here where llama.cpp matches the longest token first everywhere; the
-//! per-model `lstrip`/`rstrip` quirks llama.cpp keys on `general.name` (Phi-3) are not applied.
+//! per-model quirks llama.cpp keys on `general.name` (Phi-3's `rstrip`) are not applied.
 
 mod bpe;
 mod presets;
