@@ -4,7 +4,7 @@
 
 mod hub_support;
 
-use hub_support::{fixture, lay_out_cache, repo_of, sieve_env, COMMIT};
+use hub_support::{fixture, lay_out_cache, repo_of, sieve_env, sieve_input, COMMIT};
 
 const NEEDED: [&str; 4] = [
     "config.json",
@@ -192,4 +192,26 @@ fn paths_that_are_not_hub_names_fail_as_before() {
     assert_eq!(run.code, 2);
     assert!(!run.stderr.contains("Hugging Face cache"), "{}", run.stderr);
     assert!(run.stderr.contains("no/such/model"), "{}", run.stderr);
+}
+
+#[test]
+fn chat_runs_a_cached_model_by_its_name() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = repo_of("qwen3-headdim");
+    let mut files = NEEDED.to_vec();
+    files.extend(["tokenizer_config.json", "chat_template.jinja"]);
+    lay_out_cache(root.path(), "test-org/chat", &repo, &files);
+    let env = [
+        ("HF_HUB_CACHE", root.path().to_str().unwrap()),
+        ("HF_HUB_OFFLINE", "1"),
+    ];
+    let chat = |model: &str, env: &[(&str, &str)]| {
+        let args = ["chat", "--model", model, "--seed", "2", "-n", "6"];
+        sieve_input(&args, env, None, "Hi\nAnd?\n")
+    };
+    let by_name = chat("test-org/chat", &env);
+    assert_eq!(by_name.code, 0, "{}", by_name.stderr);
+    let by_dir = chat(fixture("qwen3-headdim").to_str().unwrap(), &[]);
+    assert_eq!(by_name.stdout, by_dir.stdout);
+    assert_eq!(by_name.stdout.lines().count(), 2);
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use sha1::Sha1;
@@ -141,6 +141,11 @@ pub struct Run {
 
 /// Runs `sieve args` in `cwd` with every Hugging Face variable removed, then `env` set.
 pub fn sieve_env(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Run {
+    sieve_input(args, env, cwd, "")
+}
+
+/// [`sieve_env`] with `input` on stdin (a pipe).
+pub fn sieve_input(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>, input: &str) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sieve"));
     cmd.args(args).env_remove("SIEVE_PLUGIN_PATH");
     for var in HF_VARS {
@@ -152,7 +157,14 @@ pub fn sieve_env(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Run
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    let out = cmd.output().expect("run sieve");
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run sieve");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    stdin.write_all(input.as_bytes()).expect("write stdin");
+    drop(stdin);
+    let out = child.wait_with_output().expect("run sieve");
     Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
