@@ -337,3 +337,21 @@ fn a_relative_cache_path_is_taken_from_the_working_directory() {
         expected
     );
 }
+
+#[test]
+fn a_malformed_answer_is_an_error_not_a_crash() {
+    let cache = tempfile::tempdir().unwrap();
+    let fault = Fault::RedirectNowhere {
+        file: "tokenizer.json".into(),
+    };
+    let server = Server::start(REPO, repo_of("llama-gqa-tied"), fault);
+    let run = generate(REPO, &env(cache.path(), &server));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("downloading tokenizer.json"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("could not be used"), "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}

@@ -235,7 +235,7 @@ fn fetch(repo: &ApiRepo, snapshot: &Path, sibling: &Sibling) -> anyhow::Result<(
     if target.is_file() && verify::check(&target, size, &expected).is_ok() {
         return Ok(());
     }
-    let path = repo.download_with_progress(&sibling.rfilename, Bar::new())?;
+    let path = guarded(|| repo.download_with_progress(&sibling.rfilename, Bar::new()))??;
     if path != target {
         bail!(
             "the revision moved to another commit while downloading ({} instead of {}); \
@@ -249,6 +249,24 @@ fn fetch(repo: &ApiRepo, snapshot: &Path, sibling: &Sibling) -> anyhow::Result<(
         bail!("refused the download: {e:#}; it was deleted (run again to download it anew)");
     }
     Ok(())
+}
+
+/// Runs `f` (a call into hf-hub, which asserts on some malformed answers, such as a redirect
+/// without a `Location`), turning a panic into an error with its message: bad input from a
+/// server never aborts sieve.
+fn guarded<T>(f: impl FnOnce() -> T) -> anyhow::Result<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    result.map_err(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        anyhow::anyhow!("the Hub's answer could not be used ({what})")
+    })
 }
 
 /// Deletes a snapshot link and the blob it points to.

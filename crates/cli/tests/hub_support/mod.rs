@@ -186,6 +186,8 @@ pub enum Fault {
     },
     /// Serves the file with one byte changed (the listing keeps the true hash).
     Corrupt { file: String },
+    /// Answers every request for the file with a redirect that names no `Location`.
+    RedirectNowhere { file: String },
 }
 
 /// One request the server received.
@@ -333,6 +335,13 @@ fn serve(
         _ => total - 1,
     };
     let probe = end == 0;
+    if matches!(&*faults.lock().unwrap(), Fault::RedirectNowhere { file } if file == name) {
+        let headers = [
+            ("X-Repo-Commit", COMMIT.to_string()),
+            ("ETag", format!("\"{}\"", file.etag())),
+        ];
+        return respond(&mut out, "302 Found", &headers, b"");
+    }
     let mut cut = None;
     {
         let mut fault = faults.lock().unwrap();
