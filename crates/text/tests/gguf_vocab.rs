@@ -261,6 +261,26 @@ fn inconsistent_metadata_is_an_error_naming_the_key_and_index() {
 }
 
 #[test]
+fn a_vocabulary_asking_for_huge_merge_tables_is_refused() {
+    // `a`, `aa`, …, 256 `a`s: every split of every token is a merge, about 2.8 MB of merges
+    // for 33 kB of tokens.
+    let pieces: Vec<(String, f32)> = (1..=256).map(|n| ("a".repeat(n), -(n as f32))).collect();
+    let pieces: Vec<(&str, f32)> = pieces.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+    let e = error_of(&spm(&pieces));
+    assert!(
+        e.contains("tokenizer.ggml.tokens") && e.contains("merges"),
+        "{e}"
+    );
+    // The first 64 are fine.
+    let mut fine = spm(&pieces[..64]);
+    fine.add_space_prefix = Some(false);
+    assert_eq!(
+        build(&fine).encode("aaaa", false).unwrap(),
+        ids(&fine, &["aaaa"])
+    );
+}
+
+#[test]
 fn unknown_or_unsupported_names_are_errors_naming_them() {
     let mut m = bpe("gpt-2");
     m.model = "bert".into();
