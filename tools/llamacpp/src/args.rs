@@ -63,3 +63,44 @@ impl Args {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Args {
+        Args::new(words.iter().map(|w| w.to_string()).collect())
+    }
+
+    #[test]
+    fn options_come_out_wherever_they_stand_and_positionals_keep_their_order() {
+        let mut a = args(&["f.gguf", "--threads", "3", "1,2", "--pure", "out"]);
+        assert!(a.flag("--pure"));
+        assert_eq!(a.number("--threads", 1).unwrap(), 3);
+        assert_eq!(a.positional("FILE").unwrap(), "f.gguf");
+        assert_eq!(a.positional("IDS").unwrap(), "1,2");
+        assert_eq!(a.positional("OUT").unwrap(), "out");
+        assert!(a.finish().is_ok());
+    }
+
+    #[test]
+    fn usage_errors_name_what_is_wrong() {
+        let mut a = args(&["--threads"]);
+        assert!(matches!(a.option("--threads"), Err(Error::Usage(m)) if m.contains("--threads")));
+        let mut a = args(&["--threads", "two"]);
+        assert!(matches!(a.number("--threads", 1), Err(Error::Usage(m)) if m.contains("two")));
+        let mut a = args(&[]);
+        assert!(
+            matches!(a.positional("FILE.gguf"), Err(Error::Usage(m)) if m.contains("FILE.gguf"))
+        );
+        let a = args(&["--bogus"]);
+        assert!(matches!(a.finish(), Err(Error::Usage(m)) if m.contains("--bogus")));
+    }
+
+    #[test]
+    fn a_missing_option_gives_the_default() {
+        let mut a = args(&["x"]);
+        assert_eq!(a.number("--reps", 5usize).unwrap(), 5);
+        assert!(!a.flag("--chat"));
+    }
+}

@@ -130,3 +130,24 @@ fn median(values: &mut [f64]) -> f64 {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+    }
+
+    #[test]
+    fn pseudo_random_ids_stay_in_the_vocabulary_and_repeat_across_runs() {
+        let a = pseudo_random_ids(256, 320);
+        assert_eq!(a, pseudo_random_ids(256, 320));
+        assert!(a.iter().all(|t| (0..320).contains(&t.0)));
+        let distinct: std::collections::BTreeSet<i32> = a.iter().map(|t| t.0).collect();
+        assert!(distinct.len() > 100, "only {} distinct ids", distinct.len());
+    }
+}

@@ -17,3 +17,32 @@ pub fn process_seconds() -> Option<f64> {
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some((utime + stime) / TICKS_PER_SECOND)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_advances_while_this_thread_computes() {
+        let Some(start) = process_seconds() else {
+            return; // not Linux: nothing to read
+        };
+        // Busy-work until the counter moves (it ticks every 10 ms of CPU); fields read from
+        // the wrong place would never move, or move without work.
+        let wall = std::time::Instant::now();
+        let mut x = 0u64;
+        let mut now = start;
+        while now <= start && wall.elapsed().as_secs() < 20 {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            }
+            now = process_seconds().unwrap();
+        }
+        std::hint::black_box(x);
+        assert!(
+            now > start,
+            "CPU time stayed at {start} s for 20 s of busy-work"
+        );
+        assert!(now - start <= wall.elapsed().as_secs_f64() + 0.05);
+    }
+}

@@ -81,3 +81,26 @@ pub fn parse_ids(arg: &str) -> Result<Vec<LlamaToken>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_from_a_list_or_a_json_file() {
+        let ids: Vec<i32> = parse_ids("1, 2,3,").unwrap().iter().map(|t| t.0).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        let path =
+            std::env::temp_dir().join(format!("sieve-llamacpp-ids-{}.json", std::process::id()));
+        std::fs::write(&path, "[7, 8]").unwrap();
+        let arg = format!("@{}", path.display());
+        let ids: Vec<i32> = parse_ids(&arg).unwrap().iter().map(|t| t.0).collect();
+        std::fs::write(&path, "[7, \"x\"]").unwrap();
+        let bad = parse_ids(&arg);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(ids, [7, 8]);
+        assert!(matches!(bad, Err(Error::Json { message, .. }) if message.contains("item 1")));
+        assert!(matches!(parse_ids("1,x"), Err(Error::Usage(m)) if m.contains('x')));
+        assert!(matches!(parse_ids("99999999999"), Err(Error::Usage(_))));
+    }
+}

@@ -71,3 +71,27 @@ pub fn run(mut args: Args) -> Result<()> {
     eprintln!("{output}: {upper}{}", if pure { " (pure)" } else { "" });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_map_to_llama_ftype_numbers() {
+        let find = |n: &str| FTYPES.iter().find(|(name, _)| *name == n).map(|(_, v)| *v);
+        assert_eq!(find("Q4_0"), Some(2));
+        assert_eq!(find("Q4_K"), find("Q4_K_M"));
+        assert_eq!(find("BF16"), Some(32));
+        assert_eq!(find("Q4_2"), None);
+        let mut names: Vec<&str> = FTYPES.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FTYPES.len(), "duplicate type name");
+    }
+
+    #[test]
+    fn an_unknown_type_is_a_usage_error_naming_it() {
+        let a = Args::new(["in.gguf", "out.gguf", "Q9_9"].map(String::from).to_vec());
+        assert!(matches!(run(a), Err(Error::Usage(m)) if m.contains("Q9_9")));
+    }
+}
