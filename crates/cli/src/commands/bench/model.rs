@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
+use sieve_backends::{GgufModel, WeightDtype};
 use sieve_engine::{time_batches, time_model, BatchPrompts};
 
 use super::bandwidth::{peak_rss, read_bandwidth};
@@ -252,8 +253,14 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         b.speedup = b.tokens_per_s / base;
     }
     let threads = sieve_backends::threads();
-    let weights_read_bytes =
-        (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64;
+    // A GGUF model kept in its stored types reads its blocks: count the stored bytes.
+    let stored = precision.weights == WeightDtype::Auto && open.files.dir.gguf().is_some();
+    let weights_read_bytes = match stored {
+        true => open.files.dir.bytes_read_per_token().runtime()?,
+        false => {
+            (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64
+        }
+    };
     // Read before the bandwidth buffer is allocated, which would count otherwise.
     let peak_rss_bytes = peak_rss();
     let bandwidth = read_bandwidth(threads, weights_read_bytes as usize);
@@ -290,7 +297,10 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_floor_ms,
         decode_vs_floor: decode.median / decode_floor_ms,
         threads,
-        dtype: open.model.weights_dtype().to_string(),
+        dtype: match open.files.dir.gguf().filter(|_| stored) {
+            Some(gguf) => stored_types(gguf),
+            None => open.model.weights_dtype().to_string(),
+        },
         kv_cache: open.model.kv_dtype().to_string(),
         load_s,
         peak_rss_bytes,
@@ -370,4 +380,20 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         }
         text
     })
+}
+
+/// The element types a GGUF model's matrices are stored in, most bytes first (`q4_1+q8_0`):
+/// what a decode step reads when the model is kept in its blocks.
+fn stored_types(gguf: &GgufModel) -> String {
+    let mut bytes: Vec<(String, u64)> = Vec::new();
+    for (_, info) in gguf.tensors().filter(|(_, info)| info.dims.len() == 2) {
+        let name = info.ggml_type.name().to_ascii_lowercase();
+        match bytes.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, b)) => *b += info.size,
+            None => bytes.push((name, info.size)),
+        }
+    }
+    bytes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let names: Vec<String> = bytes.into_iter().map(|(n, _)| n).collect();
+    names.join("+")
 }
