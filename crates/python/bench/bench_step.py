@@ -38,6 +38,7 @@ def timed(fn, setup, iters):
 
 def vllm_sampler():
     try:
+        import vllm._custom_ops  # noqa: F401  (loads vllm._C, the CPU sampling kernels)
         from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler
     except Exception:
         return None
@@ -60,16 +61,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="rows in parallel (default: every CPU)")
+    ap.add_argument("--rows", default="1,8,64")
+    ap.add_argument("--vocab", default="49152,151936")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     vsampler = vllm_sampler()
     results = []
-    for vocab in (49152, 151936):
-        for rows in (1, 8, 64):
+    for vocab in [int(v) for v in args.vocab.split(",")]:
+        for rows in [int(r) for r in args.rows.split(",")]:
             src = torch.from_numpy((rng.standard_normal((rows, vocab)) * 2.5).astype(np.float32))
             work = src.clone()
             history = [list(range(1, 65)) for _ in range(rows)]
-            batch = sieve.Batch([sieve.Pipeline(CARD, seed=i) for i in range(rows)])
+            batch = sieve.Batch([sieve.Pipeline(CARD, seed=i) for i in range(rows)], threads=args.threads)
             for r in range(rows):
                 for t in history[r]:
                     batch[r].accept(t)
@@ -77,6 +81,8 @@ def main():
             step = timed(lambda: batch.step(work, history, lens), lambda: work.copy_(src), args.iters)
 
             proc = sv.SieveLogitsProcessor(None)
+            if args.threads:
+                proc.requests.threads = args.threads
             added = [(r, types.SimpleNamespace(extra_args={"sampler": CARD, "seed": r}, seed=None),
                       history[r][:32], list(history[r][32:])) for r in range(rows)]
             proc.update_state(types.SimpleNamespace(removed=[], added=added, moved=[]))
