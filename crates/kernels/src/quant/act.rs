@@ -93,6 +93,7 @@ impl Act {
                 let xs = &x[r * k + b * QK..r * k + (b + 1) * QK];
                 let (d, s, sum) = quantize_block(xs, &mut q);
                 let at = r * stride + lane_at(b);
+                // Rounded to `f16` below, all at once.
                 act.d[at] = d;
                 act.s[at] = s;
                 act.sum[at] = sum;
@@ -101,6 +102,8 @@ impl Act {
                 qs[qs_at(b, 16)..qs_at(b, 16) + 16].copy_from_slice(&q[16..]);
             }
         }
+        through_f16(&mut act.d);
+        through_f16(&mut act.s);
         act
     }
 
@@ -142,25 +145,86 @@ impl ActRow<'_> {
     }
 }
 
-/// One block: writes its quants to `q` and returns `(d_a, s_a, Σ q)`.
+/// One block: writes its quants to `q` and returns `(d_a, s_a, Σ q)`. (Written as independent
+/// lanes so the compiler vectorizes it; the maximum is the same in any order.)
 fn quantize_block(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
-    let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let mut top = [0f32; 8];
+    for c in x.chunks_exact(8) {
+        for (t, &v) in top.iter_mut().zip(c) {
+            // NaN compares false and is skipped, as `f32::max` skips it.
+            if v.abs() > *t {
+                *t = v.abs();
+            }
+        }
+    }
+    let amax = top.iter().fold(0f32, |a, &t| if t > a { t } else { a });
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    let mut sum = 0i32;
     for (q, &v) in q.iter_mut().zip(x) {
-        // `as i8` saturates (and maps NaN to 0), so a non-finite input cannot overflow.
-        *q = (v * id).round() as i8;
-        sum += i32::from(*q);
+        *q = round_to_i8(v * id);
     }
-    let dh = f16::from_f32(d).to_f32();
-    let s = f16::from_f32(sum as f32 * d).to_f32();
-    (dh, s, sum)
+    let sum: i32 = q.iter().map(|&v| i32::from(v)).sum();
+    // `d` and `d · Σ q`, not yet rounded to `f16` (`through_f16` does it).
+    (d, sum as f32 * d, sum)
+}
+
+/// Rounds every value to the nearest `f16` (ties to even, as GGML's `GGML_FP32_TO_FP16`)
+/// and back.
+fn through_f16(v: &mut [f32]) {
+    for x in v {
+        *x = f16::from_f32(*x).to_f32();
+    }
+}
+
+/// `v` rounded to the nearest integer, halves away from zero (C's `roundf`), saturated to
+/// `[-128, 127]`, NaN to 0 — `v.round() as i8`, without the `roundf` call that `f32::round`
+/// becomes on x86-64's baseline (no SSE4.1).
+#[inline(always)]
+fn round_to_i8(v: f32) -> i8 {
+    let c = v.clamp(-128.0, 127.0);
+    // Truncation toward zero (NaN -> 0); `c - t` is exact below 2^23.
+    let t = c as i32;
+    let frac = c - t as f32;
+    let r = if frac >= 0.5 {
+        t + 1
+    } else if frac <= -0.5 {
+        t - 1
+    } else {
+        t
+    };
+    r as i8
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_is_roundf_saturated() {
+        let mut v = -130.0f32;
+        while v < 130.0 {
+            assert_eq!(round_to_i8(v), v.round() as i8, "{v}");
+            v += 0.0625;
+        }
+        for v in [
+            0.49999997f32,
+            -0.49999997,
+            0.5,
+            -0.5,
+            1.5,
+            -2.5,
+            126.5,
+            127.49,
+            -127.5,
+            -128.7,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e30,
+        ] {
+            assert_eq!(round_to_i8(v), v.round() as i8, "{v}");
+        }
+    }
 
     #[test]
     fn blocks_follow_the_reference_formula() {

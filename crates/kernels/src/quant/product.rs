@@ -11,6 +11,10 @@ use super::k::{self, BlockQ8K};
 use super::QuantType;
 use crate::{split, Isa, WeightView};
 
+/// Weight rows a task takes at a time in prefill (their blocks stay in L1 while every tile of
+/// activation rows passes).
+const CHUNK: usize = 16;
+
 /// One quantized product: the weight, its bias and where its `[m, n]` output goes.
 struct Job<'a, 'w> {
     /// The weight (quantized).
@@ -83,24 +87,30 @@ pub(crate) unsafe fn product(
         let ty = types[i];
         let bytes = job.w.bytes();
         let mut sums = [0f32; TILE_ROWS];
-        for j in cols {
-            let w_row = &bytes[j * rb..(j + 1) * rb];
-            let b = job.bias.map_or(0.0, |b| b[j]);
+        // Prefill: a chunk of weight rows (a few KB, kept in L1) against every tile of
+        // activation rows, so each output row's chunk is written contiguously.
+        for chunk in cols.step_by(CHUNK).map(|j| j..(j + CHUNK).min(n)) {
             for r0 in (0..m).step_by(TILE_ROWS) {
                 let tile = TILE_ROWS.min(m - r0);
-                if ty.is_k() {
-                    for (r, s) in (r0..r0 + tile).zip(&mut sums) {
-                        *s = k::dot_row(isa, ty, w_row, &kact[r * kblocks..(r + 1) * kblocks]);
+                for j in chunk.clone() {
+                    let w_row = &bytes[j * rb..(j + 1) * rb];
+                    if ty.is_k() {
+                        for (r, s) in (r0..r0 + tile).zip(&mut sums) {
+                            *s = k::dot_row(isa, ty, w_row, &kact[r * kblocks..(r + 1) * kblocks]);
+                        }
+                    } else {
+                        dot_rows(kernel, ty, w_row, &rows[r0..r0 + tile], &mut sums[..tile]);
                     }
-                } else {
-                    dot_rows(kernel, ty, w_row, &rows[r0..r0 + tile], &mut sums[..tile]);
-                }
-                for (r, &s) in (r0..r0 + tile).zip(&sums) {
-                    let v = if job.bias.is_some() { s + b } else { s };
-                    // SAFETY: `r < m`, `j < n`: inside this job's `[m, n]` output, which
-                    // only this task writes at column `j` (the tasks' column ranges are
-                    // disjoint), per the function's contract.
-                    unsafe { job.out.add(r * n + j).write(v) };
+                    for (r, &s) in (r0..r0 + tile).zip(&sums) {
+                        let v = match job.bias {
+                            Some(b) => s + b[j],
+                            None => s,
+                        };
+                        // SAFETY: `r < m`, `j < n`: inside this job's `[m, n]` output, which
+                        // only this task writes at column `j` (the tasks' column ranges are
+                        // disjoint), per the function's contract.
+                        unsafe { job.out.add(r * n + j).write(v) };
+                    }
                 }
             }
         }

@@ -215,12 +215,22 @@ fn speed() {
     }
 }
 
-/// `matmul_nt`'s speed on the same weight as [`speed`], 1 and 2 threads, beside bf16.
+/// This thread's time on a CPU so far, in ns (Linux; 0 elsewhere): timings on a shared
+/// machine that do not count the waits for a core.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `matmul_nt`'s speed on the same weight as [`speed`], 1 and 2 threads, beside bf16 (wall
+/// time, best of several; and for 1 thread the mean CPU time of this thread).
 #[test]
 #[ignore = "a timing, not a test"]
 fn speed_matmul() {
     let (n, k) = (1536, 576);
-    let x: Vec<f32> = (0..k).map(|i| (i as f32 * 0.37).sin()).collect();
+    let x: Vec<f32> = (0..256 * k).map(|i| (i as f32 * 0.37).sin()).collect();
     let wf: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.013).cos()).collect();
     let bf: Vec<u8> = wf
         .iter()
@@ -233,17 +243,40 @@ fn speed_matmul() {
             .num_threads(threads)
             .build()
             .unwrap();
-        for (name, view) in [("bf16", bview), ("q4_0", q.view())] {
-            let mut out = vec![0f32; n];
-            let mut best = f64::MAX;
-            pool.install(|| {
-                for _ in 0..200 {
-                    let t = std::time::Instant::now();
-                    crate::matmul_nt(&x, 1, &view, None, &mut out);
-                    best = best.min(t.elapsed().as_secs_f64());
-                }
-            });
-            eprintln!("{name} {threads} threads: {:.1} us", best * 1e6);
+        for m in [1, 256] {
+            for (name, view) in [("bf16", bview), ("q4_0", q.view())] {
+                let mut out = vec![0f32; m * n];
+                let mut best = f64::MAX;
+                let reps = (2000 / m).max(20);
+                let cpu = pool.install(|| {
+                    let c = cpu_ns();
+                    for _ in 0..reps {
+                        let t = std::time::Instant::now();
+                        crate::matmul_nt(&x[..m * k], m, &view, None, &mut out);
+                        best = best.min(t.elapsed().as_secs_f64());
+                    }
+                    (cpu_ns() - c) as f64 / reps as f64
+                });
+                eprintln!(
+                    "{name} m {m} {threads} threads: best {:.1} us, cpu {:.1} us",
+                    best * 1e6,
+                    cpu * 1e-3
+                );
+            }
         }
     }
+}
+
+/// How long quantizing 256 activation rows of 576 takes.
+#[test]
+#[ignore = "a timing, not a test"]
+fn speed_act() {
+    let x: Vec<f32> = (0..256 * 576).map(|i| (i as f32 * 0.37).sin()).collect();
+    let mut best = f64::MAX;
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        std::hint::black_box(Act::new(&x, 256, 576));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    eprintln!("act 256x576: {:.1} us", best * 1e6);
 }
