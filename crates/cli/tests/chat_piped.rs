@@ -256,3 +256,38 @@ fn usage_errors_exit_2_before_loading() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("--load"), "{}", run.stderr);
 }
+
+#[test]
+fn trace_redraws_the_first_token_of_the_last_reply() {
+    let model = fixture_model("gemma3-window");
+    let run = chat(
+        &["--model", &model, "--seed", "7", "-n", "3"],
+        "Hi\n/trace\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), r#"[{"role": "user", "content": "Hi"}]"#).unwrap();
+    let path = file.path().to_str().unwrap();
+    let one = ok_json(&[
+        "generate",
+        "--model",
+        &model,
+        "--messages",
+        path,
+        "--seed",
+        "7",
+        "-n",
+        "3",
+        "--json",
+    ]);
+    let first = one["tokens"][0].as_u64().unwrap();
+    let line = format!("first token of the last reply: {first} ");
+    assert!(run.stderr.contains(&line), "{}", run.stderr);
+    assert!(run.stderr.contains("stage 1: top_k"), "{}", run.stderr);
+    assert!(run.stderr.contains("selected"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("the reply began with"),
+        "{}",
+        run.stderr
+    );
+}

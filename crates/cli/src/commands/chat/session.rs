@@ -319,6 +319,14 @@ impl<'r> Session<'r> {
             Ok(token) => {
                 let piece = files.tokenizer.decode(&[token]).unwrap_or_default();
                 let _ = writeln!(text, "first token of the last reply: {token} {piece:?}");
+                let began = last.generation.tokens[0];
+                if token != began {
+                    let _ = writeln!(
+                        text,
+                        "(the reply began with {began}: a stage of this pipeline does not \
+                         choose the same way twice)"
+                    );
+                }
             }
             Err(e) => {
                 let _ = writeln!(text, "the pipeline failed: {e}");
