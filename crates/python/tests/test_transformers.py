@@ -191,3 +191,28 @@ def test_grammar_through_generate(model, tokenizer, grammar_plugin):
     assert 2 in tokens, tokens
     text = tokenizer.decode(tokens[: tokens.index(2)])
     assert text.strip().isdigit() and 2 <= len(text.strip()) <= 4, text
+
+
+def test_left_padding_is_not_part_of_a_rows_history(model):
+    pad = 3
+    prompts = [[pad, pad, 1, 50, 60], [1, 80, 90, 100, 110]]
+    ids = torch.tensor(prompts)
+    mask = (ids != pad).long()
+    text = "penalty(1.5) | top_k(10) | temp(1.2) | dist"
+    proc = SieveLogitsProcessor(text, seed=2, pad_token_id=pad, eos_token_id=[])
+    out = model.generate(ids, attention_mask=mask, logits_processor=[proc], do_sample=False,
+                         max_new_tokens=6, output_logits=True, return_dict_in_generate=True,
+                         pad_token_id=pad)
+    for r, prompt in enumerate(prompts):
+        real = [t for t in prompt if t != pad] if r == 0 else prompt
+        generated = out.sequences[r, len(prompt):].tolist()
+        # The last token is appended after the processor's last call.
+        assert proc._batch[r].accepted == real + generated[:-1]
+        p = sieve.Pipeline(text, 2 + r)
+        for t in real:
+            p.accept(t)
+        history = list(real)
+        for step, t in enumerate(generated):
+            assert p.apply(out.logits[step][r].numpy(), history, prompt_len=len(real)) == t
+            p.accept(t)
+            history.append(t)

@@ -154,7 +154,10 @@ class SieveLogitsProcessor(LogitsProcessor):
         # A copy: generate keeps the raw logits it passed in (output_logits=True).
         out = scores.detach().to("cpu", torch.float32, copy=True).contiguous()
         ids = input_ids.cpu()
-        histories = [ids[r, s:] for r, s in enumerate(self._starts)]
+        if any(self._starts):  # left padding: each row's history starts after its pads
+            histories: Any = [ids[r, s:] for r, s in enumerate(self._starts)]
+        else:
+            histories = ids  # one [rows, T] array: converted once
         prompt_lens = [self._prompt_len - s for s in self._starts]
         self._batch.step(out, histories, prompt_lens, self.mode)
         return out.to(device=device, dtype=scores.dtype)
