@@ -16,7 +16,8 @@
 //! | item | job |
 //! |---|---|
 //! | [`matmul_nt`] | `x Wᵀ (+ b)` against a `[n, k]` weight kept in its checkpoint dtype (and [`matmul_nt_vec`]: into a new vector; [`matmul_nt_many`]: several weights over the same rows) |
-//! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage |
+//! | [`WeightView`], [`Weights`] | such a weight: borrowed bytes (maybe unaligned) or owned storage, as floats or GGML blocks ([`Format`]) |
+//! | [`quant`] | quantized weights (GGML's Q4_0 … Q8_0 and K-quant blocks) multiplied where they lie, with the same batch-invariance promise (see its docs for the reduction order) |
 //! | [`attend`] | causal attention of one sequence against its key/value cache (and [`attend_many`]: several sequences in one parallel section) |
 //! | [`reference_dot`] | the reduction order, in plain scalar code |
 //! | [`math`] | `exp` and SiLU in a fixed sequence of `f32` operations (vectorizable) |

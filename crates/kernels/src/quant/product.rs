@@ -95,8 +95,11 @@ pub(crate) unsafe fn product(
                 for j in chunk.clone() {
                     let w_row = &bytes[j * rb..(j + 1) * rb];
                     if ty.is_k() {
-                        for (r, s) in (r0..r0 + tile).zip(&mut sums) {
-                            *s = k::dot_row(isa, ty, w_row, &kact[r * kblocks..(r + 1) * kblocks]);
+                        let acts = &kact[r0 * kblocks..(r0 + tile) * kblocks];
+                        if tile == 1 {
+                            sums[0] = k::dot_row(isa, ty, w_row, acts);
+                        } else {
+                            k::dot_rows(isa, ty, w_row, acts, &mut sums[..tile]);
                         }
                     } else {
                         dot_rows(kernel, ty, w_row, &rows[r0..r0 + tile], &mut sums[..tile]);
