@@ -2,11 +2,13 @@
 //! llama.cpp's AVX2 kernels compute them: levels unpacked to unsigned bytes, `vpmaddubsw`
 //! against the activations (pairs of products in `i16`, exact: `|2 · 63 · 128| < 2¹⁵`), then
 //! the sub-block scales applied with `vpmaddwd` into `i32` lanes ([`Madd`]: or VNNI's
-//! `vpdpwssd`, which fuses that multiply-add with the accumulation). One horizontal sum per
-//! block; the float formula is the type's own `contribution`, shared with the reference.
+//! `vpdpwssd`, which fuses that multiply-add with the accumulation). Each type only unpacks a
+//! block ([`Unpacked`]); one generic kernel ([`dot_unpacked`]) takes it against any number
+//! of activation rows; 8 blocks' sums are reduced together ([`reduce8`]) and the float
+//! formula of `common::contribution[_min]` runs lane-wise ([`rows_of`]).
 //!
 //! The kernels are `#[inline(always)]` and generic over [`Madd`]; the `#[target_feature]`
-//! entry points ([`dot_row`] here, `avx512::dot_row*`) instantiate them.
+//! entry points ([`dot_rows`] here, `avx512::dot_rows*`) instantiate them.
 //!
 //! # Safety
 //!

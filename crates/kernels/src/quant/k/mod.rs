@@ -7,14 +7,16 @@
 //! | `q8k` | [`BlockQ8K`] and the activation quantizer (`quantize_row_q8_K_ref`) |
 //! | `search` | the per-sub-block scale searches of llama.cpp's quantizers |
 //! | `common` | `f16` fields, `nearest_int`, the 6-bit scale packings |
-//! | `avx2`, `avx512` | the integer sums of a block with SIMD (`vpmaddubsw`/`vpmaddwd`; AVX-512 adds VNNI `vpdpwssd` where present) |
+//! | `avx2`, `avx512` | the integer sums of a block with SIMD (`vpmaddubsw`/`vpmaddwd`; AVX-512 adds VNNI `vpdpwssd` where present), 8 blocks' sums reduced together and the float formula lane-wise; up to 4 activation rows per unpacked weight block ([`dot_rows`]) |
+//! | `golden/` | llama.cpp's own bytes and dot products for the tests, with the sources that made them |
 //!
 //! # Bits
 //!
 //! Each type's dot product with a Q8_K block has an exact integer part (one or two `i32`
 //! sums: the scaled level products, and for the types with mins the mins times the Q8_K
-//! block's `bsums`) and a float formula, written once in the type's `contribution`, that
-//! every path calls. The SIMD paths only compute the integer sums, which are exact in every
+//! block's `bsums`) and a float formula (`common::contribution[_min]`, each product rounded,
+//! no fma) that every path evaluates with the same operations (the SIMD paths lane-wise, 8
+//! blocks at a time). The SIMD paths' integer sums are exact in every
 //! order (`vpmaddubsw` cannot saturate here: levels are at most 63 and activations at least
 //! −128), so every [`Isa`] gives the scalar reference's bits. A row's result is
 //! [`super::sum_blocks`] of its blocks' contributions (the determinism contract of
@@ -127,11 +129,14 @@ impl Path {
 /// blocks, summed in the contract's order ([`super::sum_blocks`]). The same bits on every
 /// `isa`. Blocks past the shorter of the two are ignored; a type that is not a K-quant gives
 /// NaN (the driver sends only K types here).
+// The driver calls one of `dot_row` / `dot_rows` (the other serves the tests).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn dot_row(isa: Isa, ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     dot_row_on(Path::of(isa), ty, w_row, act)
 }
 
 /// [`dot_row`] on an explicit path (the path must be one [`Path::of`] gives on this CPU).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn dot_row_on(path: Path, ty: QuantType, w_row: &[u8], act: &[BlockQ8K]) -> f32 {
     if path == Path::Scalar {
         return scalar_row(ty, w_row, act);
@@ -145,7 +150,7 @@ pub(crate) fn dot_row_on(path: Path, ty: QuantType, w_row: &[u8], act: &[BlockQ8
 /// rows one after the other, each as many Q8_K blocks as `w_row` has weight blocks, and
 /// `out[r]` = [`dot_row`] of row `r`, bit for bit. The SIMD paths unpack each weight block
 /// once for up to 4 activation rows (prefill). A type that is not a K-quant gives NaN.
-// For the driver's prefill tiles (`product.rs` calls `dot_row` per activation row today).
+// The driver calls one of `dot_row` / `dot_rows` (the other serves the tests).
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn dot_rows(isa: Isa, ty: QuantType, w_row: &[u8], acts: &[BlockQ8K], out: &mut [f32]) {
     dot_rows_on(Path::of(isa), ty, w_row, acts, out);

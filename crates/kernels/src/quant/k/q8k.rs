@@ -15,7 +15,7 @@ use super::common::{nearest_int, QK_K};
 pub(crate) struct BlockQ8K {
     /// The scale.
     pub d: f32,
-    /// The quantized values, in `−127..=127` when made by [`quantize_act`].
+    /// The quantized values, in `−127..=127` when made by [`super::quantize_act`].
     pub qs: [i8; QK_K],
     /// `bsums[g]` = the sum of `qs[16·g..16·g + 16]`.
     pub bsums: [i16; QK_K / 16],
