@@ -12,12 +12,17 @@ use crate::sequence::{History, Mode, Sequence};
 /// One row's history, from an address: (address of uint32 tokens, count, prompt length).
 type RowHistory = (usize, usize, usize);
 
+/// One row's failure: (row, kind, message), kind `"input"`, `"sampling"` or `"internal"`.
+type RowError = (usize, &'static str, String);
+
 /// Steps every row of the `[rows, vocab]` float32 array at `logits` (row `i` at
 /// `logits + i * stride` elements) with `pipelines[i]`, writing each row in place (see
 /// `Sequence::step_row`); rows whose pipeline is `None` are untouched. Returns the selected
-/// tokens (`-1` for untouched rows and in `distribution` mode).
+/// tokens (`-1` for untouched rows, failed rows and in `distribution` mode) and the rows that
+/// failed, in row order: a failed row is left as it was and does not stop the others (so
+/// every other row's pipeline stepped exactly once).
 ///
-/// The same pipeline object twice is refused (it is borrowed mutably once per row).
+/// The same pipeline object twice is refused (it would be locked twice).
 #[pyfunction]
 #[pyo3(signature = (pipelines, logits, rows, vocab, stride, histories, mode, threads))]
 #[allow(clippy::too_many_arguments)]
@@ -31,7 +36,7 @@ pub fn step_rows(
     histories: Vec<RowHistory>,
     mode: &str,
     threads: usize,
-) -> PyResult<Vec<i64>> {
+) -> PyResult<(Vec<i64>, Vec<RowError>)> {
     let mode = Mode::parse(mode)?;
     if pipelines.len() != rows || histories.len() != rows {
         return Err(Error::Input(format!(
@@ -102,44 +107,59 @@ unsafe fn run(
     rows: &[(Raw, Raw, usize)],
     mode: Mode,
     threads: usize,
-) -> Result<Vec<i64>, Error> {
-    let step = |seqs: &mut [Option<&mut Sequence>], rows: &[(Raw, Raw, usize)], first: usize| {
+) -> Result<(Vec<i64>, Vec<RowError>), Error> {
+    let step = |seqs: &mut [Option<&mut Sequence>], rows: &[(Raw, Raw, usize)]| {
         seqs.iter_mut()
             .zip(rows)
-            .enumerate()
-            .map(|(k, (seq, &(row, history, prompt_len)))| {
-                let Some(seq) = seq else { return Ok(-1) };
-                // SAFETY: the caller's promise; this row is given to this thread only.
-                let (row, tokens) = unsafe { (row.slice_mut::<f32>(), history.slice::<u32>()) };
-                let history = History { tokens, prompt_len };
-                seq.step_row(row, history, mode)
-                    .map(|t| t.map_or(-1, i64::from))
-                    .map_err(|e| e.context(&format!("row {}", first + k)))
+            .map(|(seq, &(row, history, prompt_len))| {
+                let Some(seq) = seq else { return Ok(None) };
+                guard(|| {
+                    // SAFETY: the caller's promise; this row is given to this thread only.
+                    let (row, tokens) = unsafe { (row.slice_mut::<f32>(), history.slice::<u32>()) };
+                    let history = History { tokens, prompt_len };
+                    seq.step_row(row, history, mode)
+                })
             })
-            .collect::<Result<Vec<i64>, Error>>()
+            .collect::<Vec<Result<Option<u32>, Error>>>()
     };
-    if threads <= 1 {
-        return step(seqs, rows, 0);
+    let results: Vec<Result<Option<u32>, Error>> = if threads <= 1 {
+        step(seqs, rows)
+    } else {
+        let chunk = rows.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = seqs
+                .chunks_mut(chunk)
+                .zip(rows.chunks(chunk))
+                .map(|(seqs, rows)| scope.spawn(move || step(seqs, rows)))
+                .collect();
+            let mut all = Vec::with_capacity(rows.len());
+            for (h, rows) in handles.into_iter().zip(rows.chunks(chunk)) {
+                match h.join() {
+                    Ok(r) => all.extend(r),
+                    Err(_) => all.extend(
+                        rows.iter()
+                            .map(|_| Err(Error::Internal("a worker thread panicked".into()))),
+                    ),
+                }
+            }
+            all
+        })
+    };
+    let mut tokens = Vec::with_capacity(results.len());
+    let mut errors = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(t) => tokens.push(t.map_or(-1, i64::from)),
+            Err(e) => {
+                tokens.push(-1);
+                let kind = match e {
+                    Error::Input(_) => "input",
+                    Error::Sampling(_) => "sampling",
+                    _ => "internal",
+                };
+                errors.push((i, kind, e.to_string()));
+            }
+        }
     }
-    let chunk = rows.len().div_ceil(threads);
-    let results: Vec<Result<Vec<i64>, Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = seqs
-            .chunks_mut(chunk)
-            .zip(rows.chunks(chunk))
-            .enumerate()
-            .map(|(c, (seqs, rows))| scope.spawn(move || guard(|| step(seqs, rows, c * chunk))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Internal("a worker thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut tokens = Vec::with_capacity(rows.len());
-    for r in results {
-        tokens.extend(r?);
-    }
-    Ok(tokens)
+    Ok((tokens, errors))
 }

@@ -99,10 +99,13 @@ def test_none_rows_pass_through_and_read_only_input_is_copied():
 
 def test_errors_name_the_row():
     x = matrix(3)
-    x[2] = -np.inf
+    x[1] = -np.inf
     batch = sieve.Batch.from_text("greedy", 3)
-    with pytest.raises(sieve.SamplingError, match="row 2"):
+    with pytest.raises(sieve.SamplingError, match="row 1"):
         batch.step(x)
+    # The other rows were stepped; the failed one is left as it was.
+    assert np.isfinite(x[0]).sum() == 1 and np.isfinite(x[2]).sum() == 1
+    assert np.isneginf(x[1]).all()
     x = matrix(3)
     x[1, 7] = np.nan
     with pytest.raises(ValueError, match="row 1: logit 7 is NaN"):

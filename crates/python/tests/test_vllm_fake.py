@@ -229,3 +229,20 @@ def test_non_cpu_float32_rows_go_through_a_copy():
     out = proc.apply(x)
     assert torch.equal(out[0], orig[0])
     assert torch.isfinite(out[1]).sum() == 1 and int(out[1].argmax()) == int(orig[1].argmax())
+
+
+def test_a_pipeline_failing_while_running_ends_its_request_and_the_others_go_on():
+    # Every token biased to -inf: the pipeline has no candidate left at its first step.
+    dead = "logit_bias({" + ", ".join(f"{i}: -inf" for i in range(VOCAB)) + "}) | greedy"
+    specs = [SPECS[0], (dead, 1, 5), SPECS[2]]
+    proc = sv.SieveLogitsProcessor(None)
+    proc.requests.eos = [7]
+    engine = FakeEngine(proc)
+    engine.waiting = make_requests(specs)
+    done = engine.run(3)
+    assert done[1].output[0] == 7  # ended with the end-of-sequence id
+    # ... and passed through afterwards (the fake engine ignores EOS): plain greedy.
+    for step, t in enumerate(done[1].output[1:], start=1):
+        assert t == int(np.argmax(logits_for(1, step)))
+    for r in (0, 2):
+        assert done[r].output == alone(specs[r], r).output

@@ -8,10 +8,28 @@ from typing import Any, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _arrays, _native
+from ._errors import SamplingError, SieveError
 from ._pipeline import Pipeline
 from ._vocab import as_vocab
 
 _EMPTY = np.zeros(0, dtype=np.uint32)
+
+
+def raise_row_errors(errors: Sequence[tuple]) -> None:
+    """Raises the first of ``step_rows``' failed rows (``ValueError`` for bad input,
+    ``SamplingError`` for a stage that failed, ``SieveError`` for an internal error), naming
+    its row. The other rows were stepped."""
+    if not errors:
+        return
+    row, kind, message = errors[0]
+    text = f"row {row}: {message}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more failed rows)"
+    if kind == "input":
+        raise ValueError(text)
+    if kind == "sampling":
+        raise SamplingError(text)
+    raise SieveError(text)
 
 
 def default_threads() -> int:
@@ -83,7 +101,8 @@ class Batch:
 
         Returns the selected token per row as int64 (``-1`` for pass-through rows and in
         distribution mode). Nothing is accepted: call ``accept``. Rows with ``None`` are left
-        as they are. A failing row raises ``sieve.SamplingError`` naming the row.
+        as they are. A failing row is left as it was and raises ``sieve.SamplingError`` (or
+        ``ValueError`` for bad input) naming the row, after every other row was stepped.
         """
         (addr, rows, vocab, stride), keep = _arrays.f32_matrix(logits)
         if rows != len(self.rows):
@@ -92,9 +111,10 @@ class Batch:
         lens = self._prompt_lens(prompt_lens, hists)
         refs = [(h.ctypes.data, h.size, n) for h, n in zip(hists, lens)]
         natives = [None if p is None else p._native for p in self.rows]
-        tokens = _native.step_rows(natives, addr, rows, vocab, stride, refs, mode, self.threads)
+        tokens, errors = _native.step_rows(natives, addr, rows, vocab, stride, refs, mode, self.threads)
         self.last_logits = keep
         del hists
+        raise_row_errors(errors)
         return np.asarray(tokens, dtype=np.int64)
 
     def apply(self, logits: Any, histories: Any = None, prompt_lens: Union[None, int, Sequence[int]] = None) -> np.ndarray:

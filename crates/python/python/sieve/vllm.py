@@ -213,6 +213,10 @@ class Requests:
         self.vocab = vocab
         self.threads = default_threads() if threads is None else threads
         self.slots: Dict[int, _Request] = {}
+        # Where a request's pipeline fails while running (a grammar with no way on, no
+        # candidate left), its row is set to the first end-of-sequence id so the request
+        # ends instead of the engine stopping; without one it passes through from then on.
+        self.eos: List[int] = list(vocab.eos) if vocab is not None else []
 
     def add(self, slot: int, params: Any, prompt: Optional[Sequence[int]] = None,
             output: Optional[List[int]] = None, started: bool = True) -> bool:
@@ -281,12 +285,26 @@ class Requests:
                 h = q.history()
                 keep.append(h)
                 hist[r] = (h.ctypes.data, h.size, len(q.prompt))
-            _native.step_rows(natives, work.data_ptr(), work.shape[0], vocab, work.stride(0), hist, mode, self.threads)
+            _, errors = _native.step_rows(natives, work.data_ptr(), work.shape[0], vocab, work.stride(0), hist, mode, self.threads)
             del keep
+            for r, kind, message in errors:
+                self._failed(work, r, row_slots[r], f"{kind}: {message}")
         if not direct:
             idx = torch.tensor([r for r, _ in rows], dtype=torch.long)
             logits[idx.to(logits.device)] = work[idx].to(device=logits.device, dtype=logits.dtype)
         return logits
+
+
+    def _failed(self, work: torch.Tensor, r: int, slot: Optional[int], message: str) -> None:
+        """A request whose pipeline failed on this step (its row was left as it was): it
+        ends, its row set to an end-of-sequence id, or without one passes through from now
+        on; the engine goes on."""
+        logger.error("sieve: the pipeline of the request in slot %s failed, %s: %s", slot,
+                     "it ends (EOS)" if self.eos else "its rows pass through from now on", message)
+        if self.eos:
+            work[r].fill_(float("-inf"))
+            work[r, self.eos[0]] = 0.0
+        self.slots.pop(slot, None)
 
 
 def _is_swap(how: Any) -> bool:
