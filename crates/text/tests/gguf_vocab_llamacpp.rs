@@ -80,6 +80,8 @@ fn vocab_of(name: &str) -> GgufVocab {
 /// One `.llamacpp.json`.
 #[derive(Deserialize)]
 struct Expected {
+    /// llama.cpp's end-of-generation ids (`llama_vocab_is_eog`), where the file has them.
+    eog: Option<Vec<u32>>,
     cases: Vec<Case>,
 }
 
@@ -100,6 +102,14 @@ fn mismatches(name: &str, vocab: &GgufVocab, expected: &Expected) -> Vec<String>
         matches!(t, 2..=4)
     };
     let mut out = Vec::new();
+    if let Some(eog) = &expected.eog {
+        let ours = vocab.end_of_generation_ids();
+        if &ours != eog {
+            out.push(format!(
+                "{name}: end-of-generation ids\n  sieve     {ours:?}\n  llama.cpp {eog:?}"
+            ));
+        }
+    }
     for case in &expected.cases {
         if vocab.model == "gpt2" || !case.special.iter().any(split_out) {
             let text = tok.decode(&case.special).unwrap();
