@@ -190,3 +190,22 @@ fn constructors_check_shapes_and_lengths() {
         .to_string()
         .contains("q4_k"));
 }
+
+#[test]
+fn empty_shapes_give_the_float_answers() {
+    for ty in [QuantType::Q4_0, QuantType::Q5_1, QuantType::Q6K] {
+        // k = 0: every output is its bias (or 0).
+        let w = Weights::quantize_f32(&[], ty, 3, 0).unwrap();
+        let bias = [1.5f32, -2.0, 0.25];
+        let mut out = vec![9f32; 2 * 3];
+        matmul_nt(&[], 2, &w.view(), Some(&bias), &mut out);
+        assert_eq!(out, [1.5, -2.0, 0.25, 1.5, -2.0, 0.25], "{ty}");
+        matmul_nt(&[], 2, &w.view(), None, &mut out);
+        assert_eq!(out, [0.0; 6], "{ty}");
+        // n = 0 and m = 0: nothing to write.
+        let w = Weights::quantize_f32(&[], ty, 0, 256).unwrap();
+        assert!(matmul_nt_vec(&values(256, 1), 1, &w.view(), None).is_empty());
+        let w = weights(ty, 4, 256, 2);
+        assert!(matmul_nt_vec(&[], 0, &w.view(), None).is_empty());
+    }
+}

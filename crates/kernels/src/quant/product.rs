@@ -49,18 +49,19 @@ pub(crate) unsafe fn product(
     }
     let types: Vec<QuantType> = jobs.iter().filter_map(|(w, ..)| w.quant()).collect();
     assert_eq!(types.len(), jobs.len(), "quant::product: a float weight");
-    let act = if types.iter().any(|t| !t.is_k()) {
+    let legacy = types.iter().any(|t| !t.is_k());
+    let act = if legacy {
         Act::new(x, m, k)
     } else {
         Act::default()
     };
     let mut kact: Vec<BlockQ8K> = Vec::new();
     if types.iter().any(|t| t.is_k()) {
-        for row in x.chunks_exact(k) {
-            k::quantize_act(row, &mut kact);
+        for row in x.chunks_exact(k.max(1)).take(m) {
+            k::quantize_act(&row[..k], &mut kact);
         }
     }
-    let rows: Vec<ActRow<'_>> = if act.stride > 0 {
+    let rows: Vec<ActRow<'_>> = if legacy {
         (0..m).map(|r| act.row(r)).collect()
     } else {
         Vec::new()
