@@ -348,6 +348,48 @@ fn several_activation_rows_give_each_rows_bits() {
     }
 }
 
+/// Degenerate input never panics (this runs with overflow checks in debug builds): the
+/// quantizers on NaN, infinities, huge and subnormal values, and the dot products and
+/// dequantization on arbitrary bytes (NaN and infinite `f16` scales included).
+#[test]
+fn degenerate_input_never_panics() {
+    let mut rng = Rng(0xdead_beef);
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        -f32::MAX,
+        1e-42,
+        -0.0,
+        3e38,
+    ];
+    for trial in 0..40 {
+        let x: Vec<f32> = (0..2 * QK_K)
+            .map(|i| {
+                if (i + trial) % 7 == 0 {
+                    specials[(rng.next() % 8) as usize]
+                } else {
+                    f32::from_bits(rng.next())
+                }
+            })
+            .collect();
+        let a = act(&x);
+        for ty in TYPES {
+            let q = quantized(ty, &x);
+            let _ = dequantized(ty, &q);
+            let w: Vec<u8> = (0..2 * ty.block_bytes())
+                .map(|_| rng.next() as u8)
+                .collect();
+            let _ = dequantized(ty, &w);
+            for p in Path::available() {
+                let _ = dot_row_on(p, ty, &w, &a);
+                let _ = dot_row_on(p, ty, &q, &a);
+            }
+        }
+    }
+}
+
 #[test]
 fn dot_row_on_best_isa_equals_the_reference() {
     let x = inputs(6, 11);
