@@ -45,11 +45,8 @@ mod special;
 mod spm;
 mod vocab;
 
-use std::path::PathBuf;
-
 use crate::{Error, Result, Tokenizer};
-
-pub use vocab::TokenKind;
+use std::path::PathBuf;
 
 /// The tokenizer metadata of a GGUF file, as plain values: what the GGUF reader read from the
 /// `tokenizer.ggml.*` keys. [`gguf_tokenizer`] builds the tokenizer from it.

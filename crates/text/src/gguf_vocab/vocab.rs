@@ -9,7 +9,7 @@ use crate::Result;
 
 /// What a token is, from `tokenizer.ggml.token_type` (llama.cpp's token attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenKind {
+pub(crate) enum TokenKind {
     /// Type 1 (also every token of a file without types): ordinary text.
     Normal,
     /// Type 2: the unknown token; split out of the text like a control token.
@@ -42,7 +42,7 @@ impl TokenKind {
     }
 
     /// Whether llama.cpp splits the token out of the text before tokenizing it.
-    pub fn is_split_out(self) -> bool {
+    pub(crate) fn is_split_out(self) -> bool {
         matches!(
             self,
             TokenKind::Control | TokenKind::Unknown | TokenKind::UserDefined
