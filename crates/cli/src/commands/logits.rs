@@ -14,8 +14,10 @@ use crate::model;
 /// `sieve logits`.
 #[derive(Debug, Args)]
 pub struct LogitsArgs {
-    /// A Hugging Face model directory, or `embedded` / `embedded-draft`
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// or `embedded` / `embedded-draft`
+    #[arg(long, value_name = "MODEL")]
     pub model: PathBuf,
     /// The text to encode (with the tokenizer's special tokens, as transformers does)
     #[arg(

@@ -54,8 +54,10 @@ pub const DEFAULT_LOG_FILTER: &str = "warn,sieve_server=info,sieve_engine=info,s
 /// `sieve serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// A Hugging Face model directory, or `embedded` (default)
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// or `embedded` (default)
+    #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,
     /// The address to listen on
     #[arg(long, default_value = "127.0.0.1")]

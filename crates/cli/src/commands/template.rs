@@ -18,9 +18,10 @@ pub const EXAMPLES: &str = "Examples:
 /// `sieve template`.
 #[derive(Debug, Args)]
 pub struct TemplateArgs {
-    /// A Hugging Face model directory with a chat template (chat_template.jinja or
-    /// tokenizer_config.json) and tokenizer.json
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// with a chat template
+    #[arg(long, value_name = "MODEL")]
     pub model: PathBuf,
     /// The conversation as a JSON file in OpenAI's format (a list of {"role", "content"}
     /// messages, or {"messages": […], "tools": […]})

@@ -31,8 +31,10 @@ use crate::model;
 /// `sieve bench model`.
 #[derive(Debug, Args)]
 pub struct BenchModelArgs {
-    /// A Hugging Face model directory, or `embedded` / `embedded-draft`
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// or `embedded` / `embedded-draft`
+    #[arg(long, value_name = "MODEL")]
     pub model: PathBuf,
     /// Tokens of the prompt prefilled in one pass
     #[arg(long, default_value_t = 256, value_name = "N")]

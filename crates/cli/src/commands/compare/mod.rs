@@ -42,8 +42,10 @@ pub const DEFAULT_MAX_TOKENS: usize = 64;
 /// `sieve compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// A Hugging Face model directory, or `embedded` / `embedded-draft` (default: `embedded`)
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// or `embedded` / `embedded-draft` (default: `embedded`)
+    #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,
     /// A pipeline to compare (repeatable; at least one)
     #[arg(long, short = 's', value_name = "PIPELINE", required = true)]

@@ -50,9 +50,10 @@ pub use sieve_text::sampling::{DEFAULT_MAX_TOKENS, FALLBACK_PIPELINE};
 /// `sieve generate`.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json), or
-    /// `embedded` / `embedded-draft` (the story models inside sieve); default: `embedded`
-    #[arg(long, value_name = "DIR")]
+    /// A model: a Hugging Face directory, a GGUF file, or a Hub name (org/name, optionally
+    /// @revision or :FILE.gguf; read from the Hugging Face cache, downloaded once: docs/hub.md),
+    /// or `embedded` / `embedded-draft` (the story models inside sieve); default: `embedded`
+    #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,
     /// The prompt (with --chat: the user message)
     #[arg(long, value_name = "TEXT", required_unless_present_any = ["messages", "tokens"])]
@@ -116,7 +117,7 @@ pub struct GenerateArgs {
     pub early_stopping: Option<EarlyStopping>,
     /// Speculative decoding with this draft model (same tokenizer): the output has exactly the
     /// plain run's distribution (greedy: the same tokens) in fewer target passes
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["beams", "num_return", "lookup"])]
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["beams", "num_return", "lookup"])]
     pub draft: Option<PathBuf>,
     /// Draft tokens per round with --draft (default 5)
     #[arg(long = "draft-tokens", value_name = "K", requires = "draft")]
