@@ -25,7 +25,6 @@
 use std::arch::x86_64::*;
 
 use super::act::{ActRow, LANE_BLOCK};
-use super::dot::has_offset;
 use super::{tree, QuantType};
 
 /// Type codes for the const-generic kernels.
@@ -305,7 +304,7 @@ unsafe fn by_type<const VNNI: bool>(
         }
     }
     debug_assert_eq!(
-        has_offset(ty),
+        ty.has_offset(),
         matches!(ty, QuantType::Q4_1 | QuantType::Q5_1)
     );
     // SAFETY: forwarded contract.

@@ -77,12 +77,6 @@ impl Kernel {
 /// weight group across this many rows).
 pub(crate) const TILE_ROWS: usize = 4;
 
-/// Whether `ty` adds an offset per block (`m_w · s_a`).
-#[inline(always)]
-pub(crate) fn has_offset(ty: QuantType) -> bool {
-    matches!(ty, QuantType::Q4_1 | QuantType::Q5_1)
-}
-
 /// A block's contribution from its exact integer sum (the contract's formulas, see the module
 /// docs of `quant`).
 #[inline(always)]
@@ -97,7 +91,7 @@ pub(crate) fn contribution(offset: bool, sumi: i32, dw: f32, mw: f32, da: f32, s
 
 /// The scalar reference: `w_row` (whole blocks of a legacy `ty`) against one activation row.
 pub(crate) fn reference(ty: QuantType, w_row: &[u8], a: ActRow<'_>) -> f32 {
-    let offset = has_offset(ty);
+    let offset = ty.has_offset();
     sum_blocks(
         w_row
             .chunks_exact(ty.block_bytes())

@@ -96,6 +96,13 @@ impl QuantType {
         }
     }
 
+    /// Whether a block of this type adds an offset to its dot product (`m_w · s_a`: Q4_1 and
+    /// Q5_1, whose blocks store a minimum beside the scale).
+    #[inline(always)]
+    pub(crate) const fn has_offset(self) -> bool {
+        matches!(self, QuantType::Q4_1 | QuantType::Q5_1)
+    }
+
     /// Whether this is a K-quant (256-element super-blocks, Q8_K activations).
     pub const fn is_k(self) -> bool {
         matches!(
