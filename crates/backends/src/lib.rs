@@ -58,8 +58,8 @@ pub use dtype::{KvDtype, WeightDtype};
 pub use error::{Error, Result};
 pub use families::{Family, FAMILIES};
 pub use hf::Checkpoint;
-pub use sieve_gguf::GgufModel;
 pub use model::{Model, TransformerConfig};
+pub use sieve_gguf::GgufModel;
 /// The text side, re-exported from `sieve-text` for the callers that load a model too.
 pub use sieve_text::{ChatTemplate, ConfigJson, GenerationConfig, Message, Tokenizer};
 

@@ -63,10 +63,10 @@ pub mod scheduler;
 pub mod speculative;
 pub mod stats;
 pub mod step;
-#[cfg(feature = "testing")]
-pub mod testing;
 pub mod step_stats;
 pub mod stop;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use batch::{BatchModel, Feed, LogitsAt, SeqId, Sequence};
 pub use beam::{beam_search, BeamOptions, BeamSearch, EarlyStopping, Hypothesis};

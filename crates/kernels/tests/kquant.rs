@@ -41,7 +41,10 @@ fn quantizing_writes_llama_cpps_bytes() {
         assert!(got == want, "{ty}: quantize_row differs from llama.cpp");
         // The owned weight `--quantize` builds, 5 rows of 2304: the same bytes.
         let w = Weights::quantize_f32(&x, ty, 5, 9 * 256).unwrap();
-        assert!(w.view().bytes() == want.as_slice(), "{ty}: Weights::quantize_f32");
+        assert!(
+            w.view().bytes() == want.as_slice(),
+            "{ty}: Weights::quantize_f32"
+        );
     }
 }
 

@@ -297,4 +297,3 @@ pub fn beam_search(
     result?;
     Ok(search.into_result(start))
 }
-

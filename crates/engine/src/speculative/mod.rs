@@ -250,4 +250,3 @@ pub fn generate_speculative(
     }
     result
 }
-
