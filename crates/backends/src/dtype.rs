@@ -14,13 +14,22 @@
 //!   then differ from `f32` by the rounding of the weights (the README states the tolerance
 //!   measured against transformers in `bf16`).
 //!
+//! - [`WeightDtype::Quant`] (`--quantize TYPE`) quantizes every matrix once, at load, into
+//!   GGML blocks of that type with llama.cpp's reference rounding, one matrix at a time (see
+//!   [`quant_type_for`] for rows that are not whole blocks); the model then runs the
+//!   quantized kernels, as on a GGUF file of that type.
+//!
 //! Norm weights, biases and everything computed stay `f32`. On CUDA the model computes in
 //! `f32` tensors: only `auto` and `f32` are accepted there.
 
 use std::fmt;
 use std::str::FromStr;
 
+use sieve_kernels::quant;
 use sieve_kernels::Dtype as KernelDtype;
+
+/// The GGML block types `--quantize` takes (from `sieve-kernels`).
+pub use sieve_kernels::quant::QuantType;
 
 /// The element type of the weight matrices in memory (see the [module](self) docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,28 +43,55 @@ pub enum WeightDtype {
     Bf16,
     /// IEEE `f16`.
     F16,
+    /// Quantized at load into blocks of this type (`--quantize`); a matrix whose rows are not
+    /// whole blocks of it takes the type [`quant_type_for`] gives.
+    Quant(QuantType),
 }
 
 impl WeightDtype {
-    /// The kernels' element type for a matrix stored as `stored`.
+    /// The kernels' element type for a float matrix stored as `stored` (with
+    /// [`WeightDtype::Quant`], one that stays float: [`quant_type_for`] gave no type for
+    /// its rows, so it keeps the stored type).
     pub fn resolve(self, stored: KernelDtype) -> KernelDtype {
         match self {
-            WeightDtype::Auto => stored,
+            WeightDtype::Auto | WeightDtype::Quant(_) => stored,
             WeightDtype::F32 => KernelDtype::F32,
             WeightDtype::Bf16 => KernelDtype::Bf16,
             WeightDtype::F16 => KernelDtype::F16,
         }
     }
 
-    /// The name `--dtype` takes.
+    /// The name `--dtype` (or, for a quantized type, `--quantize`) takes.
     pub fn name(self) -> &'static str {
         match self {
             WeightDtype::Auto => "auto",
             WeightDtype::F32 => "f32",
             WeightDtype::Bf16 => "bf16",
             WeightDtype::F16 => "f16",
+            WeightDtype::Quant(t) => t.name(),
         }
     }
+}
+
+/// The block type a matrix with rows of `k` elements is quantized to when `ty` is asked
+/// for: `ty` itself when `k` is whole blocks of it; else the type llama.cpp's quantizer falls
+/// back to for that row length (`llama_tensor_get_type`: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K →
+/// Q8_0, and Q2_K/Q3_K → Q4_0 here, standing in for its IQ4_NL of the same 4.5 bits per
+/// weight, which the kernels do not compute), when `k` is whole blocks of that; `None` (keep
+/// the float matrix) otherwise, where llama.cpp would use F16.
+pub fn quant_type_for(ty: QuantType, k: usize) -> Option<QuantType> {
+    let fits = |t: QuantType| k > 0 && k.is_multiple_of(t.block_len()) && quant::supported(t);
+    if fits(ty) {
+        return Some(ty);
+    }
+    let fallback = match ty {
+        QuantType::Q2K | QuantType::Q3K => QuantType::Q4_0,
+        QuantType::Q4K => QuantType::Q5_0,
+        QuantType::Q5K => QuantType::Q5_1,
+        QuantType::Q6K => QuantType::Q8_0,
+        _ => return None,
+    };
+    fits(fallback).then_some(fallback)
 }
 
 impl fmt::Display for WeightDtype {
@@ -200,6 +236,29 @@ mod tests {
             e.to_string(),
             "unknown dtype `auto`; expected one of: f32, bf16, f16"
         );
+        // `--dtype` does not take a block type (that is `--quantize`).
+        assert!("q8_0".parse::<WeightDtype>().is_err());
+        assert_eq!(WeightDtype::Quant(QuantType::Q4K).name(), "q4_k");
+        assert_eq!(
+            WeightDtype::Quant(QuantType::Q8_0).resolve(KernelDtype::Bf16),
+            KernelDtype::Bf16
+        );
+    }
+
+    #[test]
+    fn rows_that_are_not_whole_blocks_fall_back_as_llama_cpp_does() {
+        use QuantType::*;
+        assert_eq!(quant_type_for(Q4K, 512), Some(Q4K));
+        assert_eq!(quant_type_for(Q8_0, 64), Some(Q8_0));
+        assert_eq!(quant_type_for(Q4K, 96), Some(Q5_0));
+        assert_eq!(quant_type_for(Q5K, 96), Some(Q5_1));
+        assert_eq!(quant_type_for(Q6K, 96), Some(Q8_0));
+        assert_eq!(quant_type_for(Q2K, 96), Some(Q4_0));
+        assert_eq!(quant_type_for(Q3K, 32), Some(Q4_0));
+        for t in QuantType::ALL {
+            assert_eq!(quant_type_for(t, 48), None, "{t}");
+            assert_eq!(quant_type_for(t, 0), None, "{t}");
+        }
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //! out: the `{arch}.*` keys [`super::config`] reads back, tensors under GGUF names in GGUF
 //! dims, the q/k rows of a `llama` file permuted (`LlamaModel.permute`), vectors in F32 and
 //! matrices in F32, F16, BF16 or a quantized type (GGML's reference rounding, by
-//! `sieve-kernels`; a matrix whose rows are not whole blocks stays F32, as llama.cpp's
-//! quantizer falls back too). It is what the tests compare the GGUF path with; the tokenizer
-//! metadata is not written (a file without it loads, but has no tokenizer).
+//! `sieve-kernels`; a matrix whose rows are not whole blocks takes the type
+//! [`quant_type_for`] gives, or stays F32, as llama.cpp's quantizer falls back too). It is
+//! what the tests compare the GGUF path with; the tokenizer metadata is not written (a file
+//! without it loads, but has no tokenizer).
+//!
+//! [`quantize_gguf`] requantizes a GGUF model instead (`sieve quantize`): every metadata key
+//! is copied (the tokenizer's included), every matrix is dequantized and quantized again.
 //!
 //! Only what the reader reads back unchanged is written: a configuration GGUF cannot express
 //! (sliding windows outside Gemma, Llama 3 rope scaling, Gemma's own attention scale) is an
@@ -12,13 +16,14 @@
 
 use std::path::Path;
 
-use sieve_gguf::{GgmlType, Value, Writer};
+use sieve_gguf::{GgmlType, GgufModel, Value, Writer};
 use sieve_kernels::quant::{self, QuantType};
-use sieve_kernels::Weights;
+use sieve_kernels::{Dtype as KernelDtype, Weights};
 
 use super::config::Arch;
 use super::names::to_gguf;
 use super::tensors::unpermute_order;
+use crate::dtype::quant_type_for;
 use crate::model::RopeScaling;
 use crate::{Error, ModelDir, Result};
 
@@ -84,6 +89,22 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
     let mut w = Writer::new();
     let u32v = |n: usize| Value::U32(n as u32);
     w.metadata("general.architecture", Value::String(a.into()));
+    let file_type = match (matrix_type, quant) {
+        (_, Some(t)) => Some(file_type(t)),
+        (GgmlType::F32, _) => Some(0),
+        (GgmlType::F16, _) => Some(1),
+        (GgmlType::BF16, _) => Some(32),
+        _ => None,
+    };
+    if let Some(file_type) = file_type {
+        w.metadata("general.file_type", Value::U32(file_type));
+    }
+    if quant.is_some() {
+        w.metadata(
+            "general.quantization_version",
+            Value::U32(QUANTIZATION_VERSION),
+        );
+    }
     w.metadata(format!("{a}.block_count"), u32v(config.layers.len()));
     w.metadata(format!("{a}.context_length"), u32v(config.context_len));
     w.metadata(format!("{a}.embedding_length"), u32v(config.hidden_size()));
@@ -198,9 +219,12 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
         }
         let dims: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
         let row_len = shape.last().copied().unwrap_or(0);
+        // The block type of this matrix (a fallback for rows that are not whole blocks).
+        let quant = quant.and_then(|t| quant_type_for(t, row_len));
         let ty = match (shape.len(), quant) {
             (1, _) => GgmlType::F32,
-            (_, Some(t)) if row_len == 0 || !row_len.is_multiple_of(t.block_len()) => GgmlType::F32,
+            (_, Some(t)) => ggml_type(t),
+            (_, None) if matrix_type.is_quantized() => GgmlType::F32,
             _ => matrix_type,
         };
         let bytes: Vec<u8> = match (ty, quant) {
@@ -224,6 +248,113 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
     }
     w.write_file(out)?;
     Ok(())
+}
+
+/// The GGUF type of a block type.
+fn ggml_type(t: QuantType) -> GgmlType {
+    GgmlType::from_id(t.ggml_type()).expect("every block type is a GGML type")
+}
+
+/// `general.quantization_version`: the block layouts' version llama.cpp writes
+/// (`GGML_QNT_VERSION`).
+const QUANTIZATION_VERSION: u32 = 2;
+
+/// `general.file_type` for a file whose matrices are all `t` (llama.cpp's `llama_ftype`; a
+/// K type as its `_S` mix, the one closest to every matrix in one type).
+pub fn file_type(t: QuantType) -> u32 {
+    match t {
+        QuantType::Q4_0 => 2,
+        QuantType::Q4_1 => 3,
+        QuantType::Q8_0 => 7,
+        QuantType::Q5_0 => 8,
+        QuantType::Q5_1 => 9,
+        QuantType::Q2K => 10,
+        QuantType::Q3K => 11,
+        QuantType::Q4K => 14,
+        QuantType::Q5K => 16,
+        QuantType::Q6K => 18,
+    }
+}
+
+/// Writes the GGUF model `model` to `out` with its matrices in `ty` (`sieve quantize`): every
+/// metadata key is copied but the split keys (the output is one file), `general.file_type`
+/// and `general.quantization_version` are set; each two-dimensional `*.weight` tensor is read
+/// as `f32` (dequantized when it is quantized) and quantized into the type
+/// [`quant_type_for`] gives for its rows with GGML's reference rounding (rows are quantized
+/// independently, so the q/k row order of a `llama` file does not matter); every other
+/// tensor, and a matrix no type fits, is copied as it is. Tensors keep their order.
+///
+/// # Errors
+/// [`Error::UnsupportedGguf`] (naming the tensor) for a matrix of a type the kernels do not
+/// read, or a value that is not finite; [`Error::Gguf`] when writing fails.
+pub fn quantize_gguf(model: &GgufModel, out: &Path, ty: QuantType) -> Result<()> {
+    let mut w = Writer::new();
+    for (key, value) in model.metadata().entries() {
+        if !key.starts_with("split.") {
+            w.metadata(key.clone(), value.clone());
+        }
+    }
+    w.metadata("general.file_type", Value::U32(file_type(ty)));
+    w.metadata(
+        "general.quantization_version",
+        Value::U32(QUANTIZATION_VERSION),
+    );
+    for (shard, info) in model.tensors() {
+        let bytes = shard.tensor_bytes(info);
+        let target = match info.dims.as_slice() {
+            [k, _] if info.name.ends_with(".weight") => {
+                usize::try_from(*k).ok().and_then(|k| quant_type_for(ty, k))
+            }
+            _ => None,
+        };
+        let Some(target) = target else {
+            w.tensor(info.name.clone(), info.ggml_type, &info.dims, bytes)?;
+            continue;
+        };
+        let refuse = |message: String| Error::UnsupportedGguf {
+            path: shard.path().to_path_buf(),
+            what: format!("tensor `{}`", info.name),
+            message,
+        };
+        let (k, n) = (info.dims[0] as usize, info.dims[1] as usize);
+        let values = dequantize(bytes, info.ggml_type, n, k).ok_or_else(|| {
+            refuse(format!(
+                "type {} is not read (F32, F16, BF16 and the computed block types are)",
+                info.ggml_type
+            ))
+        })?;
+        let quantized = Weights::quantize_f32(&values, target, n, k)
+            .map_err(|e| refuse(format!("quantizing to {target}: {e}")))?;
+        w.tensor(
+            info.name.clone(),
+            ggml_type(target),
+            &info.dims,
+            quantized.view().bytes().to_vec(),
+        )?;
+    }
+    w.write_file(out)?;
+    Ok(())
+}
+
+/// The `n` rows of `k` elements of `bytes` (a tensor of type `ty`, checked by the reader) as
+/// `f32`, or `None` for a type the kernels do not read.
+fn dequantize(bytes: &[u8], ty: GgmlType, n: usize, k: usize) -> Option<Vec<f32>> {
+    let float = match ty {
+        GgmlType::F32 => Some(KernelDtype::F32),
+        GgmlType::F16 => Some(KernelDtype::F16),
+        GgmlType::BF16 => Some(KernelDtype::Bf16),
+        _ => None,
+    };
+    if let Some(d) = float {
+        return Some((0..n * k).map(|i| d.get(bytes, i)).collect());
+    }
+    let t = QuantType::from_ggml_type(ty.id()).filter(|&t| quant::supported(t))?;
+    let row_bytes = t.row_bytes(k).filter(|&r| r > 0)?;
+    let mut out = vec![0f32; n * k];
+    for (b, o) in bytes.chunks_exact(row_bytes).zip(out.chunks_exact_mut(k)) {
+        quant::dequantize_row(t, b, o);
+    }
+    Some(out)
 }
 
 /// The keys only Gemma files have, or why the model cannot be expressed with them: the

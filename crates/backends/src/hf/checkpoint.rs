@@ -22,9 +22,10 @@ use memmap2::Mmap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use sieve_kernels::quant::QuantType;
 use sieve_kernels::{Dtype as KernelDtype, Storage, Weights};
 
-use crate::dtype::{convert, WeightDtype};
+use crate::dtype::{convert, quant_type_for, WeightDtype};
 use crate::gguf::GgufTensors;
 
 use sieve_text::files::{open_regular, stays_inside};
@@ -349,6 +350,13 @@ impl Checkpoint {
     /// # Errors
     /// As [`Checkpoint::tensor_weights`].
     pub fn weights_dtype(&self, name: &str, rows: usize, cols: usize) -> Result<KernelDtype> {
+        if let WeightDtype::Quant(ty) = self.weight_dtype {
+            if quant_type_for(ty, cols).is_some() {
+                // Blocks, read as the `f32` they dequantize to (as a quantized GGUF tensor).
+                self.tensor_shape_checked(name, rows, cols)?;
+                return Ok(KernelDtype::F32);
+            }
+        }
         if let Some(g) = &self.gguf {
             return g.weights_dtype(name, rows, cols, self.weight_dtype);
         }
@@ -446,6 +454,11 @@ impl Checkpoint {
     /// [`Error::MissingTensor`], [`Error::TensorShape`], or [`Error::TensorDtype`] for a dtype
     /// the kernels do not read, naming the file.
     pub fn tensor_weights(&self, name: &str, rows: usize, cols: usize) -> Result<Weights> {
+        if let WeightDtype::Quant(ty) = self.weight_dtype {
+            if let Some(t) = quant_type_for(ty, cols) {
+                return self.quantized_weights(name, rows, cols, t);
+            }
+        }
         if let Some(g) = &self.gguf {
             let weights = g.tensor_weights(name, rows, cols, self.weight_dtype)?;
             self.advance(weights.view().bytes().len());
@@ -469,6 +482,46 @@ impl Checkpoint {
             path: file.path.clone(),
             name: name.to_string(),
             message: e.to_string(),
+        })
+    }
+
+    /// Checks that the checkpoint has the `[rows, cols]` matrix `name` (reads nothing).
+    fn tensor_shape_checked(&self, name: &str, rows: usize, cols: usize) -> Result<()> {
+        match &self.gguf {
+            Some(g) => g
+                .weights_dtype(name, rows, cols, WeightDtype::Auto)
+                .map(|_| ()),
+            None => self.find(name, &[rows, cols]).map(|_| ()),
+        }
+    }
+
+    /// The `[rows, cols]` matrix `name` quantized into `ty` blocks (`--quantize`): read as
+    /// `f32` (a GGUF tensor dequantized, its rows in Hugging Face order), quantized with
+    /// GGML's reference rounding, and the map's pages of the original given back, so only
+    /// one matrix is ever held in `f32`.
+    ///
+    /// # Errors
+    /// As [`Checkpoint::tensor_f32`]; [`Error::BadTensor`] for a value that is not finite.
+    fn quantized_weights(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        ty: QuantType,
+    ) -> Result<Weights> {
+        let values = self.tensor_f32(name, &[rows, cols])?;
+        let path = match self.gguf.as_ref() {
+            Some(_) => self.listing.clone(),
+            None => {
+                let (file, info) = self.find(name, &[rows, cols])?;
+                release_pages(&file.map, info.start..info.end);
+                file.path.clone()
+            }
+        };
+        Weights::quantize_f32(&values, ty, rows, cols).map_err(|e| Error::BadTensor {
+            path,
+            name: name.to_string(),
+            message: format!("--quantize {ty}: {e}"),
         })
     }
 
