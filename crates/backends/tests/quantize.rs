@@ -138,7 +138,7 @@ fn requantizing_copies_every_key_and_sets_the_file_type() {
         b.metadata().get("general.quantization_version"),
         Some(&Value::U32(2))
     );
-    assert_eq!(file_type(QuantType::Q4K), 14);
+    assert_eq!(file_type(QuantType::Q4K), 15);
     let names = |f: &GgufFile| {
         f.tensors()
             .iter()
@@ -190,6 +190,46 @@ fn quantized_at_load_stays_near_the_float_model() {
         assert!(d[0] > 0.0, "{name} {ty}: the weights were not quantized");
         for (got, limit) in d.iter().zip(bound) {
             assert!(*got < limit, "{name} {ty}: {d:?} against {bound:?}");
+        }
+    }
+}
+
+/// `tests/fixtures/gguf/<model>/<file>`: files llama.cpp made (`tools/make_gguf_fixtures.py`:
+/// `convert_hf_to_gguf.py`, then `llama-quantize --pure`).
+fn llamacpp_file(model: &str, file: &str) -> PathBuf {
+    let models = common::fixture_dir("llama-gqa-tied");
+    let fixtures = models.parent().unwrap().parent().unwrap();
+    fixtures.join("gguf").join(model).join(file)
+}
+
+#[test]
+fn requantizing_llama_cpp_s_float_file_makes_its_choices() {
+    // llama-quantize --pure made these files from an F32 GGUF that is not kept (so their
+    // bytes are not those of the F16/BF16 file requantized): every tensor has the type and
+    // dims llama.cpp gave it, and every metadata key (general.file_type among them) is equal.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cases: Vec<(&str, &str, QuantType)> = vec![("qwen2", "BF16", QuantType::Q4_0)];
+    for t in QuantType::ALL {
+        cases.push(("llama", "F16", t));
+    }
+    for (model, float, ty) in cases {
+        let input = llamacpp_file(model, &format!("{model}-{float}.gguf"));
+        let name = ty.name().to_uppercase();
+        let theirs = GgufFile::open(llamacpp_file(model, &format!("{model}-{name}.gguf"))).unwrap();
+        let ours = GgufFile::open(requantized(tmp.path(), &input, ty)).unwrap();
+        let what = format!("{model} {ty}");
+        assert_eq!(ours.tensors().len(), theirs.tensors().len(), "{what}");
+        for t in theirs.tensors() {
+            let u = ours.tensor(&t.name).unwrap();
+            assert_eq!(
+                (u.ggml_type, &u.dims),
+                (t.ggml_type, &t.dims),
+                "{what}: {}",
+                t.name
+            );
+        }
+        for (key, value) in theirs.metadata().entries() {
+            assert_eq!(ours.metadata().get(key), Some(value), "{what}: {key}");
         }
     }
 }

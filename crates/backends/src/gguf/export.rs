@@ -259,8 +259,9 @@ fn ggml_type(t: QuantType) -> GgmlType {
 /// (`GGML_QNT_VERSION`).
 const QUANTIZATION_VERSION: u32 = 2;
 
-/// `general.file_type` for a file whose matrices are all `t` (llama.cpp's `llama_ftype`; a
-/// K type as its `_S` mix, the one closest to every matrix in one type).
+/// `general.file_type` for a file whose matrices are all `t` (llama.cpp's `llama_ftype`), as
+/// `llama-quantize --pure` writes it: its type names `Q3_K`, `Q4_K` and `Q5_K` stand for the
+/// `_M` mixes (12, 15, 17), so a pure file of those says `_M` too.
 pub fn file_type(t: QuantType) -> u32 {
     match t {
         QuantType::Q4_0 => 2,
@@ -269,9 +270,9 @@ pub fn file_type(t: QuantType) -> u32 {
         QuantType::Q5_0 => 8,
         QuantType::Q5_1 => 9,
         QuantType::Q2K => 10,
-        QuantType::Q3K => 11,
-        QuantType::Q4K => 14,
-        QuantType::Q5K => 16,
+        QuantType::Q3K => 12,
+        QuantType::Q4K => 15,
+        QuantType::Q5K => 17,
         QuantType::Q6K => 18,
     }
 }
