@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, bench, chat, check, compare, generate, logits, samplers, serve, template,
+    apply, bench, chat, check, compare, generate, logits, quantize, samplers, serve, template,
 };
 
 /// Shown after `sieve --help`.
@@ -62,6 +62,9 @@ pub enum Command {
     /// Talk with a model through its chat template; change the pipeline between turns
     #[command(after_help = chat::EXAMPLES)]
     Chat(Box<chat::ChatArgs>),
+    /// Write a GGUF model with its matrices quantized (q8_0, q4_k, …) with llama.cpp's rounding
+    #[command(after_help = quantize::EXAMPLES)]
+    Quantize(quantize::QuantizeArgs),
 }
 
 impl Command {
@@ -78,6 +81,7 @@ impl Command {
             Command::Chat(a) => &a.plugins.files,
             Command::Logits(_)
             | Command::Template(_)
+            | Command::Quantize(_)
             | Command::Bench(bench::BenchCommand::Model(_)) => &[],
         }
     }

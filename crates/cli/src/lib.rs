@@ -129,6 +129,7 @@ pub fn execute(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Logits(args) => return logits::run(args, out),
         Command::Serve(args) => return serve::run(args, pipeline::registry(&args.plugins.files)?),
         Command::Template(args) => template::run(args)?,
+        Command::Quantize(args) => commands::quantize::run(args)?,
         Command::Chat(args) => {
             let registry = pipeline::registry(&args.plugins.files)?;
             return commands::chat::run(args, &registry, out);

@@ -70,6 +70,11 @@ pub struct LoadArgs {
     /// CPU backends)
     #[arg(long = "kv-cache", value_name = "TYPE")]
     pub kv_cache: Option<String>,
+    /// Quantize the weight matrices at load into GGML blocks of TYPE with llama.cpp's
+    /// rounding: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k (CPU backends;
+    /// not with --dtype)
+    #[arg(long, value_name = "TYPE")]
+    pub quantize: Option<String>,
 }
 
 impl LoadArgs {
@@ -100,12 +105,39 @@ pub struct Precision {
 /// # Errors
 /// Usage: an unknown name, or a type the backend cannot keep weights or its cache in.
 pub fn precision(args: &LoadArgs, backend: BackendKind) -> Result<Precision, Failure> {
-    let weights: WeightDtype = parsed("--dtype", args.dtype.as_deref())?;
+    let mut weights: WeightDtype = parsed("--dtype", args.dtype.as_deref())?;
+    if let Some(name) = args.quantize.as_deref() {
+        weights = quantize(name, weights, backend)?;
+    }
     let kv: KvDtype = parsed("--kv-cache", args.kv_cache.as_deref())?;
     let unavailable = |e: sieve_backends::Error| Failure::usage(e.to_string());
     backend.check_dtype(weights).map_err(unavailable)?;
     backend.check_kv_dtype(kv).map_err(unavailable)?;
     Ok(Precision { weights, kv })
+}
+
+/// `--quantize NAME`: the block type, checked against `--dtype` (only `auto` goes with it)
+/// and `backend` (the quantized kernels are the CPU backends').
+///
+/// # Errors
+/// Usage: an unknown type (the message lists the known ones), `--dtype` other than `auto`,
+/// or a backend that computes in `f32` tensors (CUDA).
+fn quantize(name: &str, dtype: WeightDtype, backend: BackendKind) -> Result<WeightDtype, Failure> {
+    let ty: sieve_backends::dtype::QuantType = name
+        .parse()
+        .map_err(|e| Failure::usage(format!("--quantize: {e}")))?;
+    if dtype != WeightDtype::Auto {
+        return Err(Failure::usage(format!(
+            "--quantize {ty} sets the matrices' type; it does not go with --dtype {dtype} (leave --dtype out)"
+        )));
+    }
+    if backend.kernels() != sieve_backends::model::Kernels::Host {
+        return Err(Failure::usage(format!(
+            "--quantize {ty} is not available on the {} backend, which computes in f32 tensors; the quantized kernels run on the CPU backends (flex, ndarray)",
+            backend.name()
+        )));
+    }
+    Ok(WeightDtype::Quant(ty))
 }
 
 /// The value of `option` named `name`, or the type's default when the option is absent.

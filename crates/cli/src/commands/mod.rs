@@ -11,6 +11,7 @@
 //! | `sieve bench sampler …`, `sieve bench model …` | [`bench`](mod@bench) |
 //! | `sieve serve [--model DIR] [--port P] …` | [`serve`] |
 //! | `sieve chat [--model M] [--system T] [--sampler P] …` | [`chat`] |
+//! | `sieve quantize IN OUT.gguf --type TYPE` | [`quantize`] |
 //!
 //! Commands that build a pipeline receive the run's one [`sieve_core::Registry`] (built by
 //! [`crate::pipeline::registry`]); none keeps state between runs.
@@ -22,6 +23,7 @@ pub mod check;
 pub mod compare;
 pub mod generate;
 pub mod logits;
+pub mod quantize;
 pub mod samplers;
 pub mod serve;
 pub mod template;
