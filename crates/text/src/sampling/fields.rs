@@ -60,7 +60,7 @@ impl From<ResponseFormat> for OutputFormat {
 
 /// The sampling fields of an OpenAI-style request (OpenAI's and the usual extras of vLLM and
 /// llama.cpp), without the transport: what [`from_fields`] turns into a pipeline. Each field
-/// is named as in the request; see the [module](self) docs for the stage each one makes.
+/// is named as in the request; see the [module](crate::sampling) docs for the stage each one makes.
 /// Deserializes from a request body (unknown fields ignored, missing ones `None`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -152,7 +152,7 @@ impl FieldsError {
     }
 }
 
-/// The pipeline a request's sampling fields ask for (see the [module](self) docs for the
+/// The pipeline a request's sampling fields ask for (see the [module](crate::sampling) docs for the
 /// order), filled from `generation` where a field is left out, built as typed stages and
 /// validated against `registry` as text would be ([`PipelineSource::stages`]): no text is
 /// formatted or parsed. The spec's canonical text is that of the pipeline written out.
