@@ -100,6 +100,22 @@ impl fmt::Display for WeightDtype {
     }
 }
 
+impl WeightDtype {
+    /// Bytes a `[rows, cols]` matrix stored as the float `stored` takes in memory once loaded
+    /// in `self` (what a decode step reads of it): its blocks under [`WeightDtype::Quant`]
+    /// (of the type [`quant_type_for`] gives), else its elements in the resolved type.
+    pub fn matrix_bytes(self, stored: KernelDtype, rows: usize, cols: usize) -> usize {
+        let quantized = match self {
+            WeightDtype::Quant(ty) => quant_type_for(ty, cols).and_then(|t| t.row_bytes(cols)),
+            _ => None,
+        };
+        match quantized {
+            Some(row_bytes) => rows * row_bytes,
+            None => rows * cols * self.resolve(stored).size(),
+        }
+    }
+}
+
 /// A name that is not a dtype of its option.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown dtype `{name}`; expected one of: {expected}")]
@@ -242,6 +258,23 @@ mod tests {
         assert_eq!(
             WeightDtype::Quant(QuantType::Q8_0).resolve(KernelDtype::Bf16),
             KernelDtype::Bf16
+        );
+    }
+
+    #[test]
+    fn matrix_bytes_count_blocks_or_elements() {
+        let q8 = WeightDtype::Quant(QuantType::Q8_0);
+        // 576 = 18 blocks of 34 bytes per row.
+        assert_eq!(q8.matrix_bytes(KernelDtype::Bf16, 10, 576), 10 * 18 * 34);
+        // Q4_K on rows of 576 (not whole 256-blocks): Q5_0, 22 bytes per 32.
+        let q4k = WeightDtype::Quant(QuantType::Q4K);
+        assert_eq!(q4k.matrix_bytes(KernelDtype::Bf16, 2, 576), 2 * 18 * 22);
+        assert_eq!(q4k.matrix_bytes(KernelDtype::Bf16, 2, 1536), 2 * 6 * 144);
+        // Rows of 48 stay in the stored float type.
+        assert_eq!(q8.matrix_bytes(KernelDtype::Bf16, 3, 48), 3 * 48 * 2);
+        assert_eq!(
+            WeightDtype::F32.matrix_bytes(KernelDtype::Bf16, 3, 48),
+            3 * 48 * 4
         );
     }
 
