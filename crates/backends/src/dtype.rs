@@ -26,7 +26,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use sieve_kernels::quant;
-use sieve_kernels::Dtype as KernelDtype;
+use sieve_kernels::{Dtype as KernelDtype, Weights};
 
 /// The GGML block types `--quantize` takes (from `sieve-kernels`).
 pub use sieve_kernels::quant::QuantType;
@@ -210,6 +210,63 @@ impl FromStr for KvDtype {
     }
 }
 
+/// `values` (row-major `[rows, cols]`) quantized into `ty` blocks with GGML's reference
+/// rounding: the bytes of [`Weights::quantize_f32`], computed with the rows of a large matrix
+/// split over the kernels' threads.
+///
+/// # Errors
+/// As [`Weights::quantize_f32`].
+pub(crate) fn quantize_matrix(
+    values: &[f32],
+    ty: QuantType,
+    rows: usize,
+    cols: usize,
+) -> sieve_kernels::Result<Weights> {
+    match quantize_in_parallel(values, ty, rows, cols) {
+        Some(bytes) => {
+            let len = bytes.len();
+            Weights::quantized(std::sync::Arc::new(bytes), 0..len, ty, rows, cols)
+        }
+        None => Weights::quantize_f32(values, ty, rows, cols),
+    }
+}
+
+/// `values` (`[rows, cols]`, `cols` whole blocks of `ty`) quantized into `ty` blocks with the
+/// rows split over the kernels' threads: rows are quantized independently, so the bytes are
+/// those of [`Weights::quantize_f32`] whatever the split. `None` when one thread would do (a
+/// small matrix) or a part fails (a value that is not finite), for the caller to quantize the
+/// whole matrix at once, which reports the failure with its row.
+fn quantize_in_parallel(
+    values: &[f32],
+    ty: QuantType,
+    rows: usize,
+    cols: usize,
+) -> Option<Vec<u8>> {
+    const MIN_PER_THREAD: usize = 1 << 16;
+    let row_bytes = ty.row_bytes(cols)?;
+    let threads = sieve_kernels::threads()
+        .min(rows)
+        .min(values.len() / MIN_PER_THREAD);
+    if threads < 2 || values.len() != rows.checked_mul(cols)? {
+        return None;
+    }
+    let per = rows.div_ceil(threads);
+    let mut out = vec![0u8; rows * row_bytes];
+    let done = std::thread::scope(|scope| {
+        let parts: Vec<_> = values
+            .chunks(per * cols)
+            .zip(out.chunks_mut(per * row_bytes))
+            .map(|(x, o)| scope.spawn(move || sieve_kernels::quant::quantize_row(ty, x, o)))
+            .collect();
+        parts.into_iter().all(|p| {
+            p.join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                .is_ok()
+        })
+    });
+    done.then_some(out)
+}
+
 /// `bytes` (little-endian elements of `from`) as little-endian elements of `to`: widening is
 /// exact, narrowing rounds to nearest, ties to even (NaN stays NaN, overflow becomes ±inf).
 pub(crate) fn convert(bytes: &[u8], from: KernelDtype, to: KernelDtype) -> Vec<u8> {
@@ -319,5 +376,31 @@ mod tests {
         assert_eq!(convert(&back, KernelDtype::F32, KernelDtype::Bf16), narrow);
         let f16 = convert(&bytes, KernelDtype::F32, KernelDtype::F16);
         assert_eq!(KernelDtype::F16.get(&f16, 1), xs[1]); // exact in f16
+    }
+
+    #[test]
+    fn quantizing_in_parallel_gives_the_bytes_of_one_pass() {
+        let (rows, cols) = (300, 512);
+        // A deterministic spread of magnitudes and signs.
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * (1.0 + (i % 13) as f32) * 1e-3)
+            .collect();
+        for ty in [
+            QuantType::Q8_0,
+            QuantType::Q4_1,
+            QuantType::Q4K,
+            QuantType::Q6K,
+        ] {
+            let whole = Weights::quantize_f32(&values, ty, rows, cols).unwrap();
+            match quantize_in_parallel(&values, ty, rows, cols) {
+                Some(bytes) => assert_eq!(bytes, whole.view().bytes(), "{ty}"),
+                // One thread: the caller quantizes in one pass.
+                None => assert_eq!(sieve_kernels::threads(), 1),
+            }
+        }
+        let mut bad = values.clone();
+        bad[rows * cols - 1] = f32::NAN;
+        assert!(quantize_in_parallel(&bad, QuantType::Q8_0, rows, cols).is_none());
+        assert!(quantize_in_parallel(&values[..64], QuantType::Q8_0, 2, 32).is_none());
     }
 }

@@ -18,12 +18,12 @@ use std::path::Path;
 
 use sieve_gguf::{GgmlType, GgufModel, Value, Writer};
 use sieve_kernels::quant::{self, QuantType};
-use sieve_kernels::{Dtype as KernelDtype, Weights};
+use sieve_kernels::Dtype as KernelDtype;
 
 use super::config::Arch;
 use super::names::to_gguf;
 use super::tensors::unpermute_order;
-use crate::dtype::quant_type_for;
+use crate::dtype::{quant_type_for, quantize_matrix};
 use crate::model::RopeScaling;
 use crate::{Error, ModelDir, Result};
 
@@ -237,7 +237,7 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
                 .iter()
                 .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
                 .collect(),
-            (_, Some(t)) => Weights::quantize_f32(&values, t, values.len() / row_len, row_len)
+            (_, Some(t)) => quantize_matrix(&values, t, values.len() / row_len, row_len)
                 .map_err(|e| refuse(&format!("tensor `{name}`"), e.to_string()))?
                 .view()
                 .bytes()
@@ -324,7 +324,7 @@ pub fn quantize_gguf(model: &GgufModel, out: &Path, ty: QuantType) -> Result<()>
                 info.ggml_type
             ))
         })?;
-        let quantized = Weights::quantize_f32(&values, target, n, k)
+        let quantized = quantize_matrix(&values, target, n, k)
             .map_err(|e| refuse(format!("quantizing to {target}: {e}")))?;
         w.tensor(
             info.name.clone(),
