@@ -286,3 +286,29 @@ pub fn prompt_tokens(
     }
     Ok(ids)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_is_refused_on_cuda_and_with_a_dtype() {
+        let q = quantize("Q4_K", WeightDtype::Auto, BackendKind::Flex).unwrap();
+        assert_eq!(q.name(), "q4_k");
+        let e = format!(
+            "{:?}",
+            quantize("q8_0", WeightDtype::Auto, BackendKind::Cuda).unwrap_err()
+        );
+        assert!(e.contains("cuda") && e.contains("f32 tensors"), "{e}");
+        let e = format!(
+            "{:?}",
+            quantize("q8_0", WeightDtype::F16, BackendKind::Flex).unwrap_err()
+        );
+        assert!(e.contains("--dtype f16"), "{e}");
+        let e = format!(
+            "{:?}",
+            quantize("int4", WeightDtype::Auto, BackendKind::Flex).unwrap_err()
+        );
+        assert!(e.contains("int4") && e.contains("q6_k"), "{e}");
+    }
+}
