@@ -242,31 +242,45 @@ impl ModelDir {
         tokenizer.vocab(self.vocab_size(), self.eos_ids())
     }
 
-    /// Bytes of weights one decode step reads, as the checkpoint stores them (a quantized
-    /// matrix at the size of its blocks, a bf16 one at 2 bytes a weight): every tensor the
-    /// model loads once, except the embedding, whose one row a step reads is left out (as
+    /// Bytes of weights one decode step reads on the host kernels when the matrices are kept
+    /// in `dtype` ([`WeightDtype::Auto`]: as the checkpoint stores them, a quantized matrix at
+    /// the size of its blocks, a bf16 one at 2 bytes a weight; `--dtype`/`--quantize`: the
+    /// size [`WeightDtype::matrix_bytes`] gives): every tensor the model loads once, except
+    /// the embedding, whose one row a step reads is left out (as
     /// [`TransformerConfig::weights_read_per_token`] leaves it) — unless it is also the
     /// (tied) output projection, which reads all of it. Divided by the memory read bandwidth,
-    /// the floor of a decode step's time. (Weights converted by `--dtype` take that type's
-    /// size instead.)
+    /// the floor of a decode step's time.
     ///
     /// # Errors
     /// As [`ModelDir::checkpoint`].
-    pub fn bytes_read_per_token(&self) -> Result<u64> {
+    pub fn bytes_read_per_token(&self, dtype: WeightDtype) -> Result<u64> {
         let checkpoint = self.checkpoint()?;
         const EMBEDDING: &str = "model.embed_tokens.weight";
         const OUTPUT: &str = "lm_head.weight";
         let tied = self.transformer.embedding.tied;
-        let total: u64 = checkpoint
-            .shapes()
-            .filter(|(_, name, _)| !(tied && *name == OUTPUT))
-            .filter_map(|(_, name, _)| checkpoint.stored_bytes(name))
-            .sum();
-        let embedding = checkpoint.stored_bytes(EMBEDDING).unwrap_or(0);
-        Ok(match tied {
-            true => total,
-            false => total - embedding,
-        })
+        let loaded = |name: &str, shape: &[usize]| -> Result<u64> {
+            let stored = checkpoint.stored_bytes(name).unwrap_or(0);
+            Ok(match (dtype, shape) {
+                (WeightDtype::Auto, _) | (_, [_]) => stored,
+                (_, &[rows, cols]) => {
+                    let kept = checkpoint.weights_dtype(name, rows, cols)?;
+                    dtype.matrix_bytes(kept, rows, cols) as u64
+                }
+                _ => stored,
+            })
+        };
+        let mut total = 0;
+        for (_, name, shape) in checkpoint.shapes() {
+            let read = match name {
+                OUTPUT => !tied,
+                EMBEDDING => tied,
+                _ => true,
+            };
+            if read {
+                total += loaded(name, shape)?;
+            }
+        }
+        Ok(total)
     }
 
     /// Opens the checkpoint (every safetensors file is memory-mapped and its header checked;

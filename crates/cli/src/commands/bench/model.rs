@@ -255,10 +255,12 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         b.speedup = b.tokens_per_s / base;
     }
     let threads = sieve_backends::threads();
-    // A GGUF model kept in its stored types reads its blocks: count the stored bytes.
-    let stored = precision.weights == WeightDtype::Auto && open.files.dir.gguf().is_some();
-    let weights_read_bytes = match stored {
-        true => open.files.dir.bytes_read_per_token().runtime()?,
+    // Quantized matrices (a GGUF file's blocks, or `--quantize`) are counted matrix by
+    // matrix at the size they are kept in; float ones at the model's bytes per weight.
+    let quantized = matches!(precision.weights, WeightDtype::Quant(_));
+    let blocks = quantized || open.files.dir.gguf().is_some();
+    let weights_read_bytes = match blocks {
+        true => open.files.dir.bytes_read_per_token(precision.weights).runtime()?,
         false => {
             (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64
         }
@@ -299,9 +301,10 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_floor_ms,
         decode_vs_floor: decode.median / decode_floor_ms,
         threads,
-        dtype: match open.files.dir.gguf().filter(|_| stored) {
-            Some(gguf) => stored_types(gguf),
-            None => open.model.weights_dtype().to_string(),
+        dtype: match open.files.dir.gguf() {
+            _ if quantized => precision.weights.name().to_string(),
+            Some(gguf) if precision.weights == WeightDtype::Auto => stored_types(gguf),
+            _ => open.model.weights_dtype().to_string(),
         },
         kv_cache: open.model.kv_dtype().to_string(),
         load_s,
