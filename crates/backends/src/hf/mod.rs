@@ -5,6 +5,7 @@
 //! template) are read by `sieve-text`.
 
 mod checkpoint;
+mod safetensors;
 mod sizes;
 
 pub use checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
