@@ -453,7 +453,10 @@ fn a_decode_step_reads_the_stored_bytes_of_every_weight_but_the_embedding_rows()
     let config = st.transformer_config();
     // bf16: 2 bytes a weight (the embedding left out: untied, a step reads one row of it).
     let weights = config.weights_read_per_token() as u64;
-    assert_eq!(st.bytes_read_per_token(WeightDtype::Auto).unwrap(), 2 * weights);
+    assert_eq!(
+        st.bytes_read_per_token(WeightDtype::Auto).unwrap(),
+        2 * weights
+    );
     let (_tmp, file) = exported("qwen2-bias", GgmlType::Q8_0);
     let q = ModelDir::open(&file).unwrap();
     let bytes = q.bytes_read_per_token(WeightDtype::Auto).unwrap();

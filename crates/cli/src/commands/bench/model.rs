@@ -260,7 +260,11 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     let quantized = matches!(precision.weights, WeightDtype::Quant(_));
     let blocks = quantized || open.files.dir.gguf().is_some();
     let weights_read_bytes = match blocks {
-        true => open.files.dir.bytes_read_per_token(precision.weights).runtime()?,
+        true => open
+            .files
+            .dir
+            .bytes_read_per_token(precision.weights)
+            .runtime()?,
         false => {
             (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64
         }
