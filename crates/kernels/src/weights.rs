@@ -232,15 +232,7 @@ impl Weights {
         n: usize,
         k: usize,
     ) -> Result<Self> {
-        let len = (*storage).as_ref().len();
-        if range.start > range.end || range.end > len {
-            return Err(Error::StorageRange {
-                start: range.start,
-                end: range.end,
-                len,
-            });
-        }
-        WeightView::new(&(*storage).as_ref()[range.clone()], dtype, n, k)?;
+        WeightView::new(stored(&storage, &range)?, dtype, n, k)?;
         Ok(Weights {
             storage,
             range,
@@ -263,15 +255,7 @@ impl Weights {
         n: usize,
         k: usize,
     ) -> Result<Self> {
-        let len = (*storage).as_ref().len();
-        if range.start > range.end || range.end > len {
-            return Err(Error::StorageRange {
-                start: range.start,
-                end: range.end,
-                len,
-            });
-        }
-        WeightView::quantized(&(*storage).as_ref()[range.clone()], ty, n, k)?;
+        WeightView::quantized(stored(&storage, &range)?, ty, n, k)?;
         Ok(Weights {
             storage,
             range,
@@ -354,4 +338,17 @@ impl fmt::Debug for Weights {
             .field("range", &self.range)
             .finish_non_exhaustive()
     }
+}
+
+/// The bytes `range` of `storage`.
+///
+/// # Errors
+/// [`Error::StorageRange`] if `range` is not inside the storage.
+fn stored<'s>(storage: &'s Storage, range: &Range<usize>) -> Result<&'s [u8]> {
+    let bytes = (**storage).as_ref();
+    bytes.get(range.clone()).ok_or(Error::StorageRange {
+        start: range.start,
+        end: range.end,
+        len: bytes.len(),
+    })
 }
