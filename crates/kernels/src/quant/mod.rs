@@ -13,6 +13,7 @@
 //! | `act` | the activation rows quantized to 8-bit blocks |
 //! | `dot` | the scalar reference dot products (they define the bits) and the ISA dispatch |
 //! | `avx2`, `avx512` | the SIMD dot products (`vpmaddubsw`/`vpmaddwd`, VNNI `vpdpbusd`) |
+//! | `panel` | prefill's AVX-512 VNNI kernel: 16 weight rows unpacked once, lanes across rows |
 //! | `product` | the matrix-product driver: work split over output rows between the team |
 //! | `k` | the K-quants (Q2_K … Q6_K) and their Q8_K activations (another helper's) |
 //!
@@ -63,6 +64,8 @@ mod types;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod panel;
 #[cfg(test)]
 mod tests;
 

@@ -15,6 +15,27 @@ use crate::{split, Isa, WeightView};
 /// activation rows passes).
 const CHUNK: usize = 16;
 
+/// Activation rows from which a legacy product on AVX-512 VNNI takes the panel kernel
+/// (`panel`): filling a panel costs about what a few rows of the tile kernel do.
+const PANEL_ROWS: usize = 8;
+
+/// Whether `ty`'s product of `m` activation rows runs on the panel kernel (`panel`) with
+/// `kernel`; the bits are the same either way.
+fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        kernel == Kernel::Avx512Vnni
+            && !ty.is_k()
+            && m >= PANEL_ROWS
+            && super::panel::fits(row_bytes)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (kernel, ty, m, row_bytes);
+        false
+    }
+}
+
 /// One quantized product: the weight, its bias and where its `[m, n]` output goes.
 struct Job<'a, 'w> {
     /// The weight (quantized).
@@ -87,6 +108,31 @@ pub(crate) unsafe fn product(
         let (n, rb) = (job.w.n(), job.w.row_bytes());
         let ty = types[i];
         let bytes = job.w.bytes();
+        #[cfg(target_arch = "x86_64")]
+        if panel_path(kernel, ty, m, rb) {
+            let mut panel = super::panel::Panel::new(k / 32);
+            for j0 in cols.step_by(super::panel::PANEL) {
+                let count = super::panel::PANEL.min(n - j0);
+                // SAFETY: `panel_path` chose this only for AVX-512 VNNI on a CPU that has it
+                // (`Kernel::of`), a legacy type and rows that `fits`; the panel holds rows
+                // `j0 .. j0 + count < n` of the weight; every activation row holds the
+                // row's blocks padded to groups of 8 (`Act::new`); the output columns
+                // `j0 .. j0 + count` of every row are this task's (disjoint ranges, per the
+                // function's contract), and the bias (when given) holds `n` values.
+                unsafe {
+                    super::panel::fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, &mut panel);
+                    super::panel::multiply(
+                        ty,
+                        &panel,
+                        &rows,
+                        job.bias.map(|b| &b[j0..j0 + count]),
+                        job.out.add(j0),
+                        n,
+                    );
+                }
+            }
+            return;
+        }
         let mut sums = [0f32; TILE_ROWS];
         // Prefill: a chunk of weight rows (a few KB, kept in L1) against every tile of
         // activation rows, so each output row's chunk is written contiguously.

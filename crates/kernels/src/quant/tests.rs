@@ -127,6 +127,77 @@ fn every_kernel_gives_the_reference_bits() {
     }
 }
 
+/// The prefill panel kernel (AVX-512 VNNI, 16 weight rows across the lanes) gives the scalar
+/// reference's bits for every output: every type, ragged block counts, panels of 1 to 16
+/// rows (lanes past them unwritten), 1 to 9 activation rows (every tile height), with and
+/// without a bias.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn panel_kernel_gives_the_reference_bits() {
+    use super::panel::{fill, multiply, Panel, PANEL};
+    if !Kernel::available().contains(&Kernel::Avx512Vnni) {
+        eprintln!("no AVX-512 VNNI: panel kernel not tested");
+        return;
+    }
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    for ty in LEGACY {
+        for blocks in [1, 2, 7, 8, 9, 16, 18, 23, 48] {
+            let k = blocks * 32;
+            let m = 9;
+            let x = act_rows(m, k, &mut rng);
+            let act = Act::new(&x, m, k);
+            let rows: Vec<ActRow<'_>> = (0..m).map(|r| act.row(r)).collect();
+            for (count, scale) in [(16, 1.0), (1, 6.0e4), (5, 1e-3), (13, 1.0)] {
+                let rb = ty.row_bytes(k).unwrap();
+                let w = weight_row(ty, blocks * count, &mut rng, scale);
+                let bias: Vec<f32> = (0..count).map(|_| rng.unit() * 4.0).collect();
+                let mut panel = Panel::new(blocks);
+                // SAFETY: the CPU has AVX-512 VNNI (checked above); `w` holds `count` rows.
+                unsafe { fill(ty, &w, count, &mut panel) };
+                for with_bias in [false, true] {
+                    for tile in [1, 3, 4, 9] {
+                        let n = PANEL + 3;
+                        let sentinel = f32::from_bits(0x7FC0_1234);
+                        let mut out = vec![sentinel; m * n];
+                        for r0 in (0..m).step_by(tile) {
+                            let t = tile.min(m - r0);
+                            // SAFETY: as above; `out` holds `m` rows of `n ≥ count` columns.
+                            unsafe {
+                                multiply(
+                                    ty,
+                                    &panel,
+                                    &rows[r0..r0 + t],
+                                    with_bias.then_some(&bias[..]),
+                                    out.as_mut_ptr().add(r0 * n),
+                                    n,
+                                )
+                            };
+                        }
+                        for r in 0..m {
+                            for j in 0..n {
+                                let g = out[r * n + j];
+                                if j >= count {
+                                    assert_eq!(g.to_bits(), sentinel.to_bits(), "{ty} wrote {j}");
+                                    continue;
+                                }
+                                let mut want = reference(ty, &w[j * rb..(j + 1) * rb], rows[r]);
+                                if with_bias {
+                                    want += bias[j];
+                                }
+                                assert!(
+                                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                                    "{ty} blocks {blocks} rows {count} tile {tile} bias \
+                                     {with_bias}: out[{r}][{j}] {g} vs {want}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The reference is the block formula summed in `sum_blocks`' order: recomputed here from the
 /// dequantized weight levels.
 #[test]
