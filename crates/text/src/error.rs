@@ -69,6 +69,18 @@ pub enum Error {
         /// What is wrong (names the index where there is one).
         message: String,
     },
+    /// A Hugging Face tokenizer that GGUF's tokenizer metadata cannot state so that llama.cpp
+    /// tokenizes as it does (a normalizer or pre-tokenizer llama.cpp has no equivalent of, a
+    /// post-processor other than BOS/EOS around the text, …).
+    #[error("{}: {field}: {message} (GGUF cannot state this tokenizer)", path.display())]
+    HfToGguf {
+        /// The `tokenizer.json` (or `tokenizer_config.json`).
+        path: PathBuf,
+        /// The field at fault (`pre_tokenizer`, `model.merges[12]`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The model directory has no chat template (`chat_template.jinja` or
     /// `tokenizer_config.json`'s `chat_template`).
     #[error("{}: no chat template (neither chat_template.jinja nor a `chat_template` in tokenizer_config.json)", path.display())]
@@ -101,6 +113,7 @@ impl Error {
                 | Error::InvalidConfig { .. }
                 | Error::Tokenizer { .. }
                 | Error::GgufTokenizer { .. }
+                | Error::HfToGguf { .. }
         )
     }
 }

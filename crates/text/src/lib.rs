@@ -29,6 +29,7 @@
 //! - [`tokenizer`] wraps `tokenizer.json`: [`Tokenizer`];
 //! - [`gguf_vocab`] builds the same [`Tokenizer`] from a GGUF file's tokenizer metadata
 //!   ([`GgufVocab`], read by the GGUF reader) with [`gguf_tokenizer`], giving llama.cpp's ids;
+//!   [`vocab_from_hf`] is its inverse, `tokenizer.json` as that metadata;
 //! - [`chat_template`] renders [`ChatTemplate`] as transformers' `apply_chat_template` does,
 //!   Python's `json.dumps` included;
 //! - [`sampling`] holds the defaults every front end shares: the pipeline a run gets when it
@@ -50,6 +51,7 @@ pub mod tokenizer;
 pub use chat_template::{ChatTemplate, Message, CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE};
 pub use error::{Error, Result};
 pub use generation_config::GenerationConfig;
+pub use gguf_vocab::export::{vocab_from_hf, HfVocab, ModelIds};
 pub use gguf_vocab::{gguf_tokenizer, GgufVocab};
 pub use json::ConfigJson;
 pub use tokenizer::Tokenizer;

@@ -187,6 +187,12 @@ impl ChatTemplate {
         self.templates.iter().map(|(n, _)| n.as_str())
     }
 
+    /// The templates as `(name, source)`, the default first where there is one (what GGUF's
+    /// `tokenizer.chat_template` and `tokenizer.chat_template.<name>` hold).
+    pub fn templates(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.templates.iter().map(|(n, s)| (n.as_str(), s.as_str()))
+    }
+
     /// The special token `field` (`"eos_token"`) of `tokenizer_config.json`, if given.
     pub fn special_token(&self, field: &str) -> Option<&str> {
         self.special_tokens

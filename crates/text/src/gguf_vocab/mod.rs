@@ -16,6 +16,10 @@
 //!     ─► sieve_text::Tokenizer
 //! ```
 //!
+//! The inverse, [`export::vocab_from_hf`], states a Hugging Face directory's `tokenizer.json`
+//! as a [`GgufVocab`] whose tokenizer gives the same ids (export.rs, export_pre.rs), or says
+//! what GGUF cannot state.
+//!
 //! What llama.cpp does and how it is kept here:
 //! - **Special tokens.** Control, unknown and user-defined tokens (and tokens llama.cpp
 //!   treats as control by their text: `<|im_end|>`, `</s>`, FIM tokens, …) are split out of
@@ -40,6 +44,8 @@
 //! per-model quirks llama.cpp keys on `general.name` (Phi-3's `rstrip`) are not applied.
 
 mod bpe;
+pub mod export;
+mod export_pre;
 mod presets;
 mod special;
 mod spm;
