@@ -48,8 +48,9 @@ fn every_isa_thread_count_and_batch_gives_the_same_bits() {
                 let mut all = vec![0f32; m * n];
                 pool.install(|| matmul_nt_on(isa, &x, m, &w.view(), Some(&bias), &mut all));
                 assert_eq!(bits(&all), bits(&want), "{ty} {isa:?} {threads} threads");
-                // Row by row (decode) and in odd-sized batches: the same bits.
-                for (start, len) in [(0, 1), (3, 1), (1, 5), (6, 5)] {
+                // Row by row (decode) and in odd-sized batches, below and above the rows
+                // from which prefill's panel kernels take over: the same bits.
+                for (start, len) in [(0, 1), (3, 1), (1, 5), (6, 5), (2, 9), (0, 8)] {
                     let mut part = vec![0f32; len * n];
                     let rows = &x[start * k..(start + len) * k];
                     pool.install(|| {

@@ -25,9 +25,12 @@ fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool
     #[cfg(target_arch = "x86_64")]
     {
         kernel == Kernel::Avx512Vnni
-            && !ty.is_k()
             && m >= PANEL_ROWS
-            && super::panel::fits(row_bytes)
+            && if ty.is_k() {
+                k::panel::takes(ty, row_bytes)
+            } else {
+                super::panel::fits(row_bytes)
+            }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -108,6 +111,27 @@ pub(crate) unsafe fn product(
         let (n, rb) = (job.w.n(), job.w.row_bytes());
         let ty = types[i];
         let bytes = job.w.bytes();
+        #[cfg(target_arch = "x86_64")]
+        if panel_path(kernel, ty, m, rb) && ty.is_k() {
+            let mut panel = k::panel::Panel::new(ty, kblocks);
+            for j0 in cols.clone().step_by(k::panel::PANEL) {
+                let count = k::panel::PANEL.min(n - j0);
+                // SAFETY: as for the legacy panel below, with `kact` holding `m` whole rows
+                // of `kblocks` Q8_K blocks and `takes` checked by `panel_path`.
+                unsafe {
+                    k::panel::fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, &mut panel);
+                    k::panel::multiply(
+                        ty,
+                        &panel,
+                        &kact[..m * kblocks],
+                        job.bias.map(|b| &b[j0..j0 + count]),
+                        job.out.add(j0),
+                        n,
+                    );
+                }
+            }
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if panel_path(kernel, ty, m, rb) {
             let mut panel = super::panel::Panel::new(k / 32);

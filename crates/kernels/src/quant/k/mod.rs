@@ -8,6 +8,7 @@
 //! | `search` | the per-sub-block scale searches of llama.cpp's quantizers |
 //! | `common` | `f16` fields, `nearest_int`, the 6-bit scale packings |
 //! | `avx2`, `avx512` | the integer sums of a block with SIMD (`vpmaddubsw`/`vpmaddwd`; AVX-512 adds VNNI `vpdpwssd` where present), 8 blocks' sums reduced together and the float formula lane-wise; up to 4 activation rows per unpacked weight block ([`dot_rows`]) |
+//! | `panel` | prefill's AVX-512 VNNI kernel for Q4_K and Q6_K: 16 weight rows unpacked once, lanes across rows |
 //! | `golden/` | llama.cpp's own bytes and dot products for the tests, with the sources that made them |
 //!
 //! # Bits
@@ -30,6 +31,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod common;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod panel;
 mod q2k;
 mod q3k;
 mod q4k;

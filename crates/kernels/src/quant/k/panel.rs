@@ -1,0 +1,358 @@
+//! Prefill's kernel for Q4_K and Q6_K on AVX-512 VNNI: the legacy types' panel scheme
+//! (`quant::panel`) for super-blocks of 256. [`PANEL`] weight rows are unpacked once into a
+//! scratch panel whose 32-bit lane `j` holds row `j`'s levels (4 elements a lane, unsigned),
+//! so a sub-block's exact level products for 16 rows are a few `vpdpbusd` against broadcast
+//! words of the Q8_K block, with no reduction; the scales multiply in lane-wise (`vpmulld`),
+//! and the `bsums` terms (Q4_K's mins, Q6_K's `+ 32` offset) are `vpdpwssd` of the scales or
+//! mins, stored as 16-bit pairs, against the broadcast `bsums` pairs. Then each lane
+//! evaluates the type's float formula (`common::contribution[_min]`, each product rounded, no
+//! fma) and accumulates its row's block contributions in [`crate::quant::sum_blocks`]' order
+//! (the blocks of lane class `c ≡ b mod 8` in increasing order, the fixed tree over the 8
+//! class sums, the bias last). All integer sums are exact, so every output has the scalar
+//! reference's bits.
+//!
+//! # Safety
+//! The entry points run only on a CPU with AVX-512 F/BW/VL/DQ and VNNI, AVX2, FMA and F16C.
+
+use std::arch::x86_64::*;
+
+use super::common::unpack_scale_min_k4;
+use super::q8k::BlockQ8K;
+use super::{q4k, q6k};
+use crate::quant::QuantType;
+
+/// Weight rows a panel holds: one per 32-bit lane of a 512-bit register.
+pub(crate) const PANEL: usize = 16;
+
+/// Activation rows one pass over a panel serves.
+const ROWS: usize = 4;
+
+/// Q4_K registers a super-block: 64 of levels (`[sub-block][word]`), 8 scales, 8 min pairs,
+/// `d`, `dmin`.
+const Q4K_REGS: usize = 82;
+/// Q6_K registers a super-block: 64 of levels (`[sub-block][word]`, 16 sub-blocks of 4
+/// words), 16 scales, 8 scale pairs, `d`.
+const Q6K_REGS: usize = 89;
+
+/// The unpacked levels and scales of up to [`PANEL`] Q4_K or Q6_K weight rows.
+pub(crate) struct Panel {
+    /// The registers of each super-block, one after the other.
+    regs: Vec<__m512i>,
+    /// Registers a super-block.
+    per_block: usize,
+    /// Super-blocks a row.
+    blocks: usize,
+    /// Weight rows held (`1..=PANEL`); lanes past them repeat the last row.
+    rows: usize,
+}
+
+/// Whether the panel kernel takes weights of type `ty` with `row_bytes` a row.
+pub(crate) fn takes(ty: QuantType, row_bytes: usize) -> bool {
+    matches!(ty, QuantType::Q4K | QuantType::Q6K)
+        && row_bytes
+            .checked_mul(PANEL + 1)
+            .is_some_and(|b| b <= i32::MAX as usize)
+}
+
+impl Panel {
+    /// An empty panel for `ty` (Q4_K or Q6_K) rows of `blocks` super-blocks.
+    pub(crate) fn new(ty: QuantType, blocks: usize) -> Panel {
+        let per_block = if ty == QuantType::Q4K {
+            Q4K_REGS
+        } else {
+            Q6K_REGS
+        };
+        // SAFETY: an all-zero `__m512i` is a valid value.
+        let zero = unsafe { std::mem::zeroed::<__m512i>() };
+        Panel {
+            regs: vec![zero; blocks * per_block],
+            per_block,
+            blocks,
+            rows: 0,
+        }
+    }
+}
+
+/// 16 `i32` (one per lane) as a register.
+///
+/// # Safety
+/// AVX-512F enabled.
+#[inline(always)]
+unsafe fn lanes(v: &[i32; PANEL]) -> __m512i {
+    // SAFETY: 16 readable `i32`; the feature is the caller's.
+    unsafe { _mm512_loadu_si512(v.as_ptr().cast()) }
+}
+
+/// Fills `panel` (made for `ty`) with `rows` (`1..=PANEL`) weight rows: row `i` is
+/// `w[i · row_bytes ..][.. row_bytes]`.
+///
+/// # Safety
+/// The CPU has the module's features; `w` holds `rows` rows of the panel's super-blocks;
+/// [`takes`]`(ty, row_bytes)`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Panel) {
+    let bs = ty.block_bytes();
+    let rb = panel.blocks * bs;
+    assert!(
+        (1..=PANEL).contains(&rows) && w.len() >= rows * rb && takes(ty, rb),
+        "k::panel::fill: rows"
+    );
+    panel.rows = rows;
+    let row = |j: usize| j.min(rows - 1);
+    // SAFETY: every gather reads 4 bytes at `row · rb + b · bs + o` with `row < rows`,
+    // `b < blocks` and `o + 4 ≤ bs`: inside `w` (asserted); the features are the caller's.
+    unsafe {
+        let row_at: [i32; PANEL] = std::array::from_fn(|j| (row(j) * rb) as i32);
+        let rows_v = lanes(&row_at);
+        let base = w.as_ptr();
+        let nib = _mm512_set1_epi8(0x0F);
+        for b in 0..panel.blocks {
+            let word = |o: usize| {
+                let at = _mm512_add_epi32(rows_v, _mm512_set1_epi32((b * bs + o) as i32));
+                _mm512_i32gather_epi32::<1>(at, base.cast())
+            };
+            let block = |j: usize| &w[row(j) * rb + b * bs..row(j) * rb + (b + 1) * bs];
+            let regs = &mut panel.regs[b * panel.per_block..(b + 1) * panel.per_block];
+            let half = |j: usize, at: usize| u16::from_le_bytes([block(j)[at], block(j)[at + 1]]);
+            let halves = |at: usize| {
+                let h: [i32; PANEL] = std::array::from_fn(|j| i32::from(half(j, at)));
+                _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(lanes(&h))))
+            };
+            if ty == QuantType::Q4K {
+                for c in 0..4 {
+                    for e in 0..8 {
+                        let g = word(q4k::QS + 32 * c + 4 * e);
+                        regs[16 * c + e] = _mm512_and_si512(g, nib);
+                        regs[16 * c + 8 + e] = _mm512_and_si512(_mm512_srli_epi32(g, 4), nib);
+                    }
+                }
+                let unpacked: [([u8; 8], [u8; 8]); PANEL] =
+                    std::array::from_fn(|j| unpack_scale_min_k4(q4k::scale_bytes(block(j))));
+                for s in 0..8 {
+                    let sc: [i32; PANEL] = std::array::from_fn(|j| i32::from(unpacked[j].0[s]));
+                    let mp: [i32; PANEL] = std::array::from_fn(|j| {
+                        let m = i32::from(unpacked[j].1[s]);
+                        m | (m << 16)
+                    });
+                    regs[64 + s] = lanes(&sc);
+                    regs[72 + s] = lanes(&mp);
+                }
+                regs[80] = halves(0);
+                regs[81] = halves(2);
+            } else {
+                let mask2 = _mm512_set1_epi8(0x03);
+                for h in 0..2 {
+                    for l in (0..32).step_by(4) {
+                        let ql = [word(64 * h + l), word(64 * h + 32 + l)];
+                        let qh = word(q6k::QH + 32 * h + l);
+                        for g in 0..4 {
+                            let low = if g < 2 {
+                                _mm512_and_si512(ql[g % 2], nib)
+                            } else {
+                                _mm512_and_si512(_mm512_srli_epi32(ql[g % 2], 4), nib)
+                            };
+                            let top = _mm512_and_si512(
+                                _mm512_srl_epi32(qh, _mm_cvtsi32_si128(2 * g as i32)),
+                                mask2,
+                            );
+                            let e = 128 * h + 32 * g + l;
+                            regs[4 * (e / 16) + (e % 16) / 4] =
+                                _mm512_or_si512(low, _mm512_slli_epi32(top, 4));
+                        }
+                    }
+                }
+                let sc = |j: usize, s: usize| i32::from(block(j)[q6k::SCALES + s] as i8);
+                for s in 0..16 {
+                    let v: [i32; PANEL] = std::array::from_fn(|j| sc(j, s));
+                    regs[64 + s] = lanes(&v);
+                }
+                for t in 0..8 {
+                    let v: [i32; PANEL] =
+                        std::array::from_fn(|j| (sc(j, 2 * t) & 0xFFFF) | (sc(j, 2 * t + 1) << 16));
+                    regs[80 + t] = lanes(&v);
+                }
+                regs[88] = halves(q6k::D);
+            }
+        }
+    }
+}
+
+/// `out[r · n + j] = ` the dot product of activation row `r` (`acts[r · blocks ..]`, the
+/// panel's super-block count a row) with the panel's row `j` (plus `bias[j]`), for every
+/// activation row and every `j <` the panel's rows.
+///
+/// # Safety
+/// The CPU has the module's features; `panel` was filled with `ty` rows; `acts` holds whole
+/// rows; `out` is writable at `r · n + j` for those `r` and `j`; `bias`, when given, holds
+/// the panel's rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn multiply(
+    ty: QuantType,
+    panel: &Panel,
+    acts: &[BlockQ8K],
+    bias: Option<&[f32]>,
+    out: *mut f32,
+    n: usize,
+) {
+    /// One type: every tile of activation rows.
+    ///
+    /// # Safety
+    /// As `multiply`.
+    #[inline(always)]
+    unsafe fn tiles<const Q6: bool>(
+        panel: &Panel,
+        acts: &[BlockQ8K],
+        bias: Option<&[f32]>,
+        out: *mut f32,
+        n: usize,
+    ) {
+        let nb = panel.blocks.max(1);
+        for (i, tile) in acts.chunks(ROWS * nb).enumerate() {
+            // SAFETY: forwarded contract; tile `i` starts at activation row `i · ROWS`.
+            unsafe {
+                let out = out.add(i * ROWS * n);
+                match tile.len() / nb {
+                    0 => {}
+                    1 => tile_t::<Q6, 1>(panel, tile, bias, out, n),
+                    2 => tile_t::<Q6, 2>(panel, tile, bias, out, n),
+                    3 => tile_t::<Q6, 3>(panel, tile, bias, out, n),
+                    _ => tile_t::<Q6, ROWS>(panel, tile, bias, out, n),
+                }
+            }
+        }
+    }
+    assert_eq!(
+        panel.per_block,
+        if ty == QuantType::Q4K {
+            Q4K_REGS
+        } else {
+            Q6K_REGS
+        },
+        "k::panel::multiply: type"
+    );
+    // SAFETY: forwarded contract.
+    unsafe {
+        if ty == QuantType::Q4K {
+            tiles::<false>(panel, acts, bias, out, n);
+        } else {
+            tiles::<true>(panel, acts, bias, out, n);
+        }
+    }
+}
+
+/// The 32-bit word of `a`'s quants at element `e` (a multiple of 4), broadcast.
+///
+/// # Safety
+/// AVX-512F enabled; `e + 4 ≤ 256`.
+#[inline(always)]
+unsafe fn quad(a: &BlockQ8K, e: usize) -> __m512i {
+    // SAFETY: 4 bytes inside `a.qs` (caller).
+    unsafe { _mm512_set1_epi32(std::ptr::read_unaligned(a.qs.as_ptr().add(e).cast::<i32>())) }
+}
+
+/// `bsums[2t]` and `bsums[2t + 1]` of `a` as one 32-bit word, broadcast.
+///
+/// # Safety
+/// AVX-512F enabled; `t < 8`.
+#[inline(always)]
+unsafe fn bsum_pair(a: &BlockQ8K, t: usize) -> __m512i {
+    // SAFETY: 4 bytes inside `a.bsums` (caller).
+    unsafe {
+        _mm512_set1_epi32(std::ptr::read_unaligned(
+            a.bsums.as_ptr().add(2 * t).cast::<i32>(),
+        ))
+    }
+}
+
+/// `R` activation rows (`acts`, `R` rows of the panel's super-blocks) against the panel.
+///
+/// # Safety
+/// As [`multiply`], with its features enabled; `acts.len() == R · blocks`.
+#[inline(always)]
+unsafe fn tile_t<const Q6: bool, const R: usize>(
+    panel: &Panel,
+    acts: &[BlockQ8K],
+    bias: Option<&[f32]>,
+    out: *mut f32,
+    n: usize,
+) {
+    let nb = panel.blocks;
+    assert!(acts.len() == R * nb && panel.regs.len() == nb * panel.per_block);
+    // SAFETY: every read stays inside the panel (`b < nb`) or `acts` (asserted); the writes
+    // are the caller's; the features are the caller's.
+    unsafe {
+        let regs = panel.regs.as_ptr();
+        let mut class = [[_mm512_setzero_ps(); 8]; R];
+        for c in 0..8 {
+            let mut acc = [_mm512_setzero_ps(); R];
+            let mut b = c;
+            while b < nb {
+                let p = regs.add(b * panel.per_block);
+                let a: [&BlockQ8K; R] = std::array::from_fn(|r| acts.get_unchecked(r * nb + b));
+                let mut isum = [_mm512_setzero_si512(); R];
+                let subs = if Q6 { 16 } else { 8 };
+                let words = if Q6 { 4 } else { 8 };
+                for s in 0..subs {
+                    let mut t = [_mm512_setzero_si512(); R];
+                    for e in 0..words {
+                        let wv = *p.add(words * s + e);
+                        for r in 0..R {
+                            let at = (256 / subs) * s + 4 * e;
+                            t[r] = _mm512_dpbusd_epi32(t[r], wv, quad(a[r], at));
+                        }
+                    }
+                    let sc = *p.add(64 + s);
+                    for r in 0..R {
+                        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(t[r], sc));
+                    }
+                }
+                // Q4_K: Σ m_s · bsums of s; Q6_K: Σ sc_s · bsums_s (the `+ 32` to take out).
+                let pairs = if Q6 { 80 } else { 72 };
+                let mut extra = [_mm512_setzero_si512(); R];
+                for t in 0..8 {
+                    let wv = *p.add(pairs + t);
+                    for r in 0..R {
+                        extra[r] = _mm512_dpwssd_epi32(extra[r], wv, bsum_pair(a[r], t));
+                    }
+                }
+                let d = _mm512_castsi512_ps(*p.add(if Q6 { 88 } else { 80 }));
+                for r in 0..R {
+                    let ad = _mm512_set1_ps(a[r].d);
+                    let cb = if Q6 {
+                        let i = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(extra[r], 5));
+                        _mm512_mul_ps(_mm512_mul_ps(ad, d), _mm512_cvtepi32_ps(i))
+                    } else {
+                        let dmin = _mm512_castsi512_ps(*p.add(81));
+                        let v = _mm512_mul_ps(_mm512_mul_ps(ad, d), _mm512_cvtepi32_ps(isum[r]));
+                        let m =
+                            _mm512_mul_ps(_mm512_mul_ps(ad, dmin), _mm512_cvtepi32_ps(extra[r]));
+                        _mm512_sub_ps(v, m)
+                    };
+                    acc[r] = _mm512_add_ps(acc[r], cb);
+                }
+                b += 8;
+            }
+            for r in 0..R {
+                class[r][c] = acc[r];
+            }
+        }
+        let lanes = panel.rows;
+        let mask: __mmask16 = if lanes >= PANEL {
+            0xFFFF
+        } else {
+            (1u16 << lanes) - 1
+        };
+        let bias = bias.map(|b| _mm512_maskz_loadu_ps(mask, b.as_ptr()));
+        for (r, a) in class.iter().enumerate() {
+            let t = _mm512_add_ps(
+                _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])),
+                _mm512_add_ps(_mm512_add_ps(a[4], a[5]), _mm512_add_ps(a[6], a[7])),
+            );
+            let v = match bias {
+                Some(bv) => _mm512_add_ps(t, bv),
+                None => t,
+            };
+            _mm512_mask_storeu_ps(out.add(r * n), mask, v);
+        }
+    }
+}
