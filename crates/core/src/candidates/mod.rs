@@ -1,13 +1,15 @@
 //! `Candidates`: the token candidates of one decoding step.
 //!
-//! This file holds the representation and its accessors; `probs.rs` the softmax, `shrink.rs`
-//! the truncations and reorderings, `top.rs` the selection of the best candidates.
+//! This file holds the representation and its accessors; `load.rs` the one-pass load of a
+//! borrowed row, `probs.rs` the softmax, `shrink.rs` the truncations and reorderings, `top.rs`
+//! the selection of the best candidates.
 
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
 use crate::{math, Error};
 
+mod load;
 mod probs;
 mod shrink;
 #[cfg(test)]
