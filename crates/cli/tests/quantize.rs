@@ -101,6 +101,7 @@ fn bad_usage_exits_2_naming_the_cause() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out.gguf");
     let input = llama_f16();
+    let mistral = fixture_model("mistral-window-sharded");
     for (args, wanted) in [
         (
             vec![
@@ -143,8 +144,8 @@ fn bad_usage_exits_2_naming_the_cause() {
             "cuda",
         ),
         (
-            vec!["quantize", &dir, path_str(&out), "--type", "q8_0"],
-            "convert_hf_to_gguf.py",
+            vec!["quantize", &mistral, path_str(&out), "--type", "q8_0"],
+            "sliding_window",
         ),
         (
             vec!["quantize", &input, path_str(&out), "--type", "f16"],

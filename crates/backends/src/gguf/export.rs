@@ -4,8 +4,10 @@
 //! matrices in F32, F16, BF16 or a quantized type (GGML's reference rounding, by
 //! `sieve-kernels`; a matrix whose rows are not whole blocks takes the type
 //! [`quant_type_for`] gives, or stays F32, as llama.cpp's quantizer falls back too). It is
-//! what the tests compare the GGUF path with; the tokenizer metadata is not written (a file
-//! without it loads, but has no tokenizer).
+//! what the tests compare the GGUF path with, and what `sieve quantize` writes for a Hugging
+//! Face directory. The tokenizer is written too ([`write_vocab`]: `tokenizer.ggml.*` from
+//! [`sieve_text::vocab_from_hf`], whose tokenizer gives `tokenizer.json`'s ids, and the chat
+//! templates as `tokenizer.chat_template`), so the file runs alone in sieve and llama.cpp.
 //!
 //! [`quantize_gguf`] requantizes a GGUF model instead (`sieve quantize`): every metadata key
 //! is copied (the tokenizer's included), every matrix is dequantized and quantized again.
@@ -16,27 +18,33 @@
 
 use std::path::Path;
 
-use sieve_gguf::{GgmlType, GgufModel, Value, Writer};
+use sieve_gguf::{GgmlType, GgufModel, Value, ValueType, Writer};
 use sieve_kernels::quant::{self, QuantType};
 use sieve_kernels::Dtype as KernelDtype;
+use sieve_text::{GgufVocab, ModelIds};
 
 use super::config::Arch;
 use super::names::to_gguf;
 use super::tensors::unpermute_order;
+use super::CHAT_TEMPLATE_KEY;
 use crate::dtype::{quant_type_for, quantize_matrix};
 use crate::model::RopeScaling;
 use crate::{Error, ModelDir, Result};
 
-/// Writes the model of `dir` (a Hugging Face directory of a `llama`, `mistral`, `qwen2` or
-/// `qwen3` family model) to `out` as GGUF, with every matrix in `matrix_type` (F32, F16 or
-/// BF16 rounded to nearest, ties to even, or a quantized type the kernels compute; F32 for a
-/// matrix whose rows are not whole blocks of it) and every vector in F32.
+/// Writes the model of `dir` (a Hugging Face directory of a `llama`, `mistral`, `qwen2`,
+/// `qwen3`, `gemma2` or `gemma3_text` family model) to `out` as GGUF, with every matrix in
+/// `matrix_type` (F32, F16 or BF16 rounded to nearest, ties to even, or a quantized type the
+/// kernels compute; F32 for a matrix whose rows are not whole blocks of it) and every vector
+/// in F32, and its tokenizer and chat templates ([`write_vocab`]). Returns the notes of
+/// [`sieve_text::HfVocab::notes`]: what the tokenizer metadata does not state exactly (empty
+/// for an exact one), for the user to read.
 ///
 /// # Errors
 /// [`Error::UnsupportedGguf`] (naming `out`) for a family or option GGUF cannot express, or
-/// a matrix type that is not a float type; the checkpoint's errors; [`Error::Gguf`] when
-/// writing fails.
-pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<()> {
+/// a matrix type that is not a float type; [`Error::Text`] for a tokenizer GGUF cannot state
+/// ([`sieve_text::Error::HfToGguf`]) or a missing `tokenizer.json`; the checkpoint's errors;
+/// [`Error::Gguf`] when writing fails.
+pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<Vec<String>> {
     let refuse = |what: &str, message: String| Error::UnsupportedGguf {
         path: out.to_path_buf(),
         what: what.to_string(),
@@ -177,11 +185,27 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
     if arch.sandwich() {
         gemma_metadata(&mut w, arch, config).map_err(|m| refuse("gemma", m))?;
     }
-    if let Some(bos) = dir.bos_id() {
-        w.metadata("tokenizer.ggml.bos_token_id", Value::U32(bos));
-    }
-    if let Some(&eos) = dir.eos_ids().first() {
-        w.metadata("tokenizer.ggml.eos_token_id", Value::U32(eos));
+    let hf = sieve_text::vocab_from_hf(
+        dir.path(),
+        &ModelIds {
+            vocab_size: dir.vocab_size(),
+            bos: dir.bos_id(),
+            eos: dir.eos_ids(),
+        },
+    )?;
+    write_vocab(&mut w, &hf.vocab);
+    match dir.chat_template() {
+        Ok(template) => {
+            for (name, source) in template.templates() {
+                let key = match name {
+                    "default" => CHAT_TEMPLATE_KEY.to_string(),
+                    other => format!("{CHAT_TEMPLATE_KEY}.{other}"),
+                };
+                w.metadata(key, Value::String(source.to_string()));
+            }
+        }
+        Err(crate::Error::Text(sieve_text::Error::NoChatTemplate { .. })) => {}
+        Err(e) => return Err(e),
     }
     let checkpoint = dir.checkpoint()?;
     let mut tensors: Vec<(String, Vec<usize>)> = checkpoint
@@ -247,7 +271,68 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<(
         w.tensor(gguf, ty, &dims, bytes)?;
     }
     w.write_file(out)?;
-    Ok(())
+    Ok(hf.notes)
+}
+
+/// [`write_gguf`] with every matrix in the block type `t` (or its fallback): `sieve quantize`
+/// on a Hugging Face directory, what `convert_hf_to_gguf.py` then `llama-quantize --pure`
+/// make.
+///
+/// # Errors
+/// As [`write_gguf`].
+pub fn quantize_hf(dir: &ModelDir, out: &Path, t: QuantType) -> Result<Vec<String>> {
+    write_gguf(dir, out, ggml_type(t))
+}
+
+/// Writes `vocab` under its `tokenizer.ggml.*` keys (those [`super::vocab`] reads back; a
+/// field that is `None` is left out).
+pub fn write_vocab(w: &mut Writer<'_>, vocab: &GgufVocab) {
+    let strings = |list: &[String]| {
+        Value::Array(
+            ValueType::String,
+            list.iter().map(|s| Value::String(s.clone())).collect(),
+        )
+    };
+    w.metadata(GgufVocab::KEY_MODEL, Value::String(vocab.model.clone()));
+    if let Some(pre) = &vocab.pre {
+        w.metadata(GgufVocab::KEY_PRE, Value::String(pre.clone()));
+    }
+    w.metadata(GgufVocab::KEY_TOKENS, strings(&vocab.tokens));
+    if let Some(scores) = &vocab.scores {
+        let values = scores.iter().map(|&s| Value::F32(s)).collect();
+        w.metadata(GgufVocab::KEY_SCORES, Value::Array(ValueType::F32, values));
+    }
+    if let Some(types) = &vocab.token_types {
+        let values = types.iter().map(|&t| Value::I32(t)).collect();
+        w.metadata(
+            GgufVocab::KEY_TOKEN_TYPE,
+            Value::Array(ValueType::I32, values),
+        );
+    }
+    if let Some(merges) = &vocab.merges {
+        w.metadata(GgufVocab::KEY_MERGES, strings(merges));
+    }
+    for (key, id) in [
+        (GgufVocab::KEY_BOS_ID, vocab.bos_id),
+        (GgufVocab::KEY_EOS_ID, vocab.eos_id),
+        (GgufVocab::KEY_EOT_ID, vocab.eot_id),
+        (GgufVocab::KEY_EOM_ID, vocab.eom_id),
+        (GgufVocab::KEY_UNK_ID, vocab.unk_id),
+        (GgufVocab::KEY_PAD_ID, vocab.pad_id),
+    ] {
+        if let Some(id) = id {
+            w.metadata(key, Value::U32(id));
+        }
+    }
+    for (key, flag) in [
+        (GgufVocab::KEY_ADD_BOS, vocab.add_bos),
+        (GgufVocab::KEY_ADD_EOS, vocab.add_eos),
+        (GgufVocab::KEY_ADD_SPACE_PREFIX, vocab.add_space_prefix),
+    ] {
+        if let Some(flag) = flag {
+            w.metadata(key, Value::Bool(flag));
+        }
+    }
 }
 
 /// The GGUF type of a block type.
