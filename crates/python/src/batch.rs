@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 use crate::error::{guard, Error};
 use crate::pipeline::PyPipeline;
+use crate::pool;
 use crate::raw::Raw;
 use crate::sequence::{History, Mode, Sequence};
 
@@ -82,7 +83,6 @@ pub fn step_rows(
         .iter()
         .map(|p| p.as_ref().map(|p| p.get()))
         .collect();
-    let threads = threads.clamp(1, rows.max(1));
     let tokens = py.detach(|| {
         guard(|| {
             let mut guards: Vec<_> = natives.iter().map(|p| p.map(|p| p.lock())).collect();
@@ -97,7 +97,20 @@ pub fn step_rows(
     Ok(tokens)
 }
 
-/// Steps the rows, `threads` contiguous chunks at once.
+/// One row's outcome: the token (select mode), nothing (distribution mode, untouched rows), or
+/// why it failed.
+type RowResult = Result<Option<u32>, Error>;
+
+/// A contiguous share of the rows: their pipelines, their rows and histories, their results.
+type Share<'s, 'q> = (
+    &'s mut [Option<&'q mut Sequence>],
+    &'s [(Raw, Raw, usize)],
+    &'s mut [RowResult],
+);
+
+/// Steps the rows: those with a pipeline are split into up to `threads` contiguous shares of
+/// about as many such rows each; the calling thread steps the first share and the workers of
+/// [`pool::for_threads`] the others. Every row's result depends on that row alone.
 ///
 /// # Safety
 /// Every `Raw` must satisfy [`Raw::slice_mut`] (rows) and [`Raw::slice`] (histories), and no
@@ -108,43 +121,35 @@ unsafe fn run(
     mode: Mode,
     threads: usize,
 ) -> Result<(Vec<i64>, Vec<RowError>), Error> {
-    let step = |seqs: &mut [Option<&mut Sequence>], rows: &[(Raw, Raw, usize)]| {
-        seqs.iter_mut()
-            .zip(rows)
-            .map(|(seq, &(row, history, prompt_len))| {
-                let Some(seq) = seq else { return Ok(None) };
-                guard(|| {
-                    // SAFETY: the caller's promise; this row is given to this thread only.
-                    let (row, tokens) = unsafe { (row.slice_mut::<f32>(), history.slice::<u32>()) };
-                    let history = History { tokens, prompt_len };
-                    seq.step_row(row, history, mode)
-                })
-            })
-            .collect::<Vec<Result<Option<u32>, Error>>>()
+    let mut results: Vec<RowResult> = rows.iter().map(|_| Ok(None)).collect();
+    let step = |(seqs, rows, out): Share<'_, '_>| {
+        for ((seq, &(row, history, prompt_len)), out) in seqs.iter_mut().zip(rows).zip(out) {
+            let Some(seq) = seq else { continue };
+            *out = guard(|| {
+                // SAFETY: the caller's promise; this row is given to this thread only.
+                let (row, tokens) = unsafe { (row.slice_mut::<f32>(), history.slice::<u32>()) };
+                let history = History { tokens, prompt_len };
+                seq.step_row(row, history, mode)
+            });
+        }
     };
-    let results: Vec<Result<Option<u32>, Error>> = if threads <= 1 {
-        step(seqs, rows)
-    } else {
-        let chunk = rows.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = seqs
-                .chunks_mut(chunk)
-                .zip(rows.chunks(chunk))
-                .map(|(seqs, rows)| scope.spawn(move || step(seqs, rows)))
-                .collect();
-            let mut all = Vec::with_capacity(rows.len());
-            for (h, rows) in handles.into_iter().zip(rows.chunks(chunk)) {
-                match h.join() {
-                    Ok(r) => all.extend(r),
-                    Err(_) => all.extend(
-                        rows.iter()
-                            .map(|_| Err(Error::Internal("a worker thread panicked".into()))),
-                    ),
+    let active = seqs.iter().filter(|s| s.is_some()).count();
+    let threads = threads.clamp(1, active.max(1));
+    match (threads > 1).then(|| pool::for_threads(threads)).flatten() {
+        None => step((seqs, rows, &mut results)),
+        Some(pool) => {
+            let mut shares = split(seqs, rows, &mut results, active.div_ceil(threads)).into_iter();
+            pool.in_place_scope(|scope| {
+                let first = shares.next();
+                for share in shares {
+                    scope.spawn(move |_| step(share));
                 }
-            }
-            all
-        })
-    };
+                if let Some(share) = first {
+                    step(share);
+                }
+            });
+        }
+    }
     let mut tokens = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
@@ -162,4 +167,83 @@ unsafe fn run(
         }
     }
     Ok((tokens, errors))
+}
+
+/// Cuts the rows into contiguous shares of `per` rows with a pipeline each (the last may have
+/// fewer); rows without a pipeline after the last such row are in no share.
+fn split<'s, 'q>(
+    mut seqs: &'s mut [Option<&'q mut Sequence>],
+    mut rows: &'s [(Raw, Raw, usize)],
+    mut out: &'s mut [RowResult],
+    per: usize,
+) -> Vec<Share<'s, 'q>> {
+    let mut shares = Vec::new();
+    while !seqs.is_empty() {
+        // The end of this share: just past its `per`-th row with a pipeline.
+        let mut seen = 0;
+        let end = seqs
+            .iter()
+            .position(|s| {
+                seen += usize::from(s.is_some());
+                seen == per.max(1)
+            })
+            .map_or(seqs.len(), |i| i + 1);
+        let (a, rest) = std::mem::take(&mut seqs).split_at_mut(end);
+        let (b, rest_rows) = rows.split_at(end);
+        let (c, rest_out) = std::mem::take(&mut out).split_at_mut(end);
+        if a.iter().any(Option::is_some) {
+            shares.push((a, b, c));
+        }
+        (seqs, rows, out) = (rest, rest_rows, rest_out);
+    }
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn shares_cover_every_row_with_a_pipeline_once_in_order() {
+        let registry = Arc::new(sieve_samplers::builtin_registry());
+        for pattern in ["", "x", ".", "x.x.xx..x", "..xx..", "xxxxxxxx", "x......"] {
+            let mut built: Vec<Option<Sequence>> = pattern
+                .chars()
+                .map(|c| {
+                    (c == 'x')
+                        .then(|| Sequence::new("greedy", 0, None, Arc::clone(&registry)).unwrap())
+                })
+                .collect();
+            let active = built.iter().filter(|s| s.is_some()).count();
+            for threads in 1..=5 {
+                let mut seqs: Vec<Option<&mut Sequence>> =
+                    built.iter_mut().map(Option::as_mut).collect();
+                let raws: Vec<(Raw, Raw, usize)> = (0..seqs.len())
+                    .map(|i| (Raw { addr: i, len: 0 }, Raw { addr: 0, len: 0 }, 0))
+                    .collect();
+                let mut out: Vec<RowResult> = raws.iter().map(|_| Ok(None)).collect();
+                let per = active.div_ceil(threads.clamp(1, active.max(1)));
+                let shares = split(&mut seqs, &raws, &mut out, per);
+                assert!(shares.len() <= threads, "{pattern:?} {threads}");
+                let rows: Vec<usize> = shares
+                    .iter()
+                    .flat_map(|(s, r, o)| {
+                        assert!(s.len() == r.len() && r.len() == o.len());
+                        s.iter()
+                            .zip(r.iter())
+                            .filter(|(s, _)| s.is_some())
+                            .map(|(_, r)| r.0.addr)
+                    })
+                    .collect();
+                let want: Vec<usize> = pattern
+                    .char_indices()
+                    .filter(|&(_, c)| c == 'x')
+                    .map(|(i, _)| i)
+                    .collect();
+                assert_eq!(rows, want, "{pattern:?} {threads}");
+            }
+        }
+    }
 }

@@ -7,7 +7,8 @@
 //! engine adapters.
 //!
 //! - [`sequence::Sequence`]: one sequence's pipeline and what an engine asks of it per step;
-//! - [`pipeline`]: the `Pipeline` class over it; [`batch`]: many rows at once, in parallel;
+//! - [`pipeline`]: the `Pipeline` class over it; [`batch`]: many rows at once, in parallel
+//!   on [`pool`]'s threads;
 //! - [`vocab`]: `Vocab` from token bytes or a `tokenizer.json`;
 //! - [`registry`]: built-ins plus loaded plugins; [`listing`]: `check`, `samplers`,
 //!   `load_plugin`;
@@ -20,6 +21,7 @@ pub mod batch;
 pub mod error;
 pub mod listing;
 pub mod pipeline;
+pub mod pool;
 pub mod raw;
 pub mod registry;
 pub mod sequence;

@@ -11,6 +11,10 @@ use sieve_dsl::Parsed;
 
 use crate::error::Error;
 
+mod scratch;
+
+use scratch::with_candidates;
+
 /// The tokens before a step: `tokens[..prompt_len]` is the prompt, the rest was generated.
 #[derive(Debug, Clone, Copy)]
 pub struct History<'a> {
@@ -39,7 +43,6 @@ pub struct Sequence {
     pipeline: Pipeline,
     /// Every token passed to `accept` since the last reset (replayed by `fork`).
     accepted: Vec<u32>,
-    candidates: Candidates,
 }
 
 impl std::fmt::Debug for Sequence {
@@ -92,7 +95,6 @@ impl Sequence {
             seed,
             pipeline,
             accepted: Vec::new(),
-            candidates: Candidates::new(),
         })
     }
 
@@ -147,23 +149,15 @@ impl Sequence {
         Ok(other)
     }
 
-    /// Checks the input and loads `logits` into the candidates: copied into the candidates'
-    /// own buffer, then handed over ([`Candidates::load_owned`]: one read that checks for NaN
-    /// and `+inf` and finds the maximum, as `sieve generate` loads a model's row), so a clean
-    /// row costs a copy and one read.
-    fn load(&mut self, logits: &[f32], history: History<'_>) -> Result<(), Error> {
+    /// Checks the input and loads `logits` into `c`: copied into the candidates' own buffer
+    /// in the same read that checks for NaN and `+inf` and finds the maximum
+    /// ([`Candidates::load_checked_from`]), so a clean row costs one read.
+    fn load(c: &mut Candidates, logits: &[f32], history: History<'_>) -> Result<(), Error> {
         check_history(logits, history)?;
-        let mut buffer = self.candidates.take_logits();
-        buffer.clear();
-        buffer.extend_from_slice(logits);
-        let nan = self.candidates.load_owned(buffer);
-        // `+inf` reads as f32::MAX: look for the culprit only then.
-        if nan > 0 || self.candidates.raw_max() == f32::MAX {
-            if let Some((i, x)) = Candidates::first_non_finite(logits) {
-                return Err(Error::Input(format!(
-                    "logit {i} is {x}; logits must be finite or -inf"
-                )));
-            }
+        if let Some((i, x)) = c.load_checked_from(logits) {
+            return Err(Error::Input(format!(
+                "logit {i} is {x}; logits must be finite or -inf"
+            )));
         }
         Ok(())
     }
@@ -174,22 +168,35 @@ impl Sequence {
     /// # Errors
     /// [`Error::Input`] for bad logits or history, [`Error::Sampling`] when a stage fails.
     pub fn select(&mut self, logits: &[f32], history: History<'_>) -> Result<u32, Error> {
-        self.load(logits, history)?;
-        let vocab = self.vocab.clone();
-        let cx = context(history, vocab.as_deref());
+        with_candidates(|c| self.select_in(c, logits, history))
+    }
+
+    /// [`Sequence::select`] in the candidates `c`.
+    fn select_in(
+        &mut self,
+        c: &mut Candidates,
+        logits: &[f32],
+        history: History<'_>,
+    ) -> Result<u32, Error> {
+        Sequence::load(c, logits, history)?;
+        let cx = context(history, self.vocab.as_deref());
         self.pipeline
-            .sample(&mut self.candidates, &cx)
+            .sample(c, &cx)
             .map_err(|e| Error::Sampling(e.to_string()))
     }
 
-    /// Runs every stage but the selector on `logits` after `history`, leaving in the
-    /// candidates the distribution the selector would draw from.
-    fn transform(&mut self, logits: &[f32], history: History<'_>) -> Result<(), Error> {
-        self.load(logits, history)?;
-        let vocab = self.vocab.clone();
-        let cx = context(history, vocab.as_deref());
+    /// Runs every stage but the selector on `logits` after `history`, leaving in `c` the
+    /// distribution the selector would draw from.
+    fn transform_in(
+        &mut self,
+        c: &mut Candidates,
+        logits: &[f32],
+        history: History<'_>,
+    ) -> Result<(), Error> {
+        Sequence::load(c, logits, history)?;
+        let cx = context(history, self.vocab.as_deref());
         self.pipeline
-            .transform(&mut self.candidates, &cx)
+            .transform(c, &cx)
             .map_err(|e| Error::Sampling(e.to_string()))
     }
 
@@ -205,16 +212,10 @@ impl Sequence {
         logits: &[f32],
         history: History<'_>,
     ) -> Result<Vec<(u32, f32)>, Error> {
-        self.transform(logits, history)?;
-        let ids: Vec<u32> = (0..self.candidates.len())
-            .map(|i| self.candidates.id(i))
-            .collect();
-        let scaled = self.candidates.logits();
-        Ok(ids
-            .into_iter()
-            .zip(scaled.iter().copied())
-            .filter(|&(_, x)| x > f32::NEG_INFINITY)
-            .collect())
+        with_candidates(|c| {
+            self.transform_in(c, logits, history)?;
+            Ok(kept(c).collect())
+        })
     }
 
     /// The distribution as (ids, probabilities), as sieve computes them (its own softmax),
@@ -227,22 +228,22 @@ impl Sequence {
         logits: &[f32],
         history: History<'_>,
     ) -> Result<(Vec<u32>, Vec<f32>), Error> {
-        self.transform(logits, history)?;
-        let ids: Vec<u32> = (0..self.candidates.len())
-            .map(|i| self.candidates.id(i))
-            .collect();
-        let kept: Vec<bool> = (0..ids.len())
-            .map(|i| self.candidates.logit(i) > f32::NEG_INFINITY)
-            .collect();
-        let probs = self.candidates.softmax();
-        let mut pairs: Vec<(u32, f32)> = ids
-            .into_iter()
-            .zip(probs.iter().copied())
-            .zip(kept)
-            .filter_map(|(pair, kept)| kept.then_some(pair))
-            .collect();
-        pairs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(pairs.into_iter().unzip())
+        with_candidates(|c| {
+            self.transform_in(c, logits, history)?;
+            let ids: Vec<u32> = (0..c.len()).map(|i| c.id(i)).collect();
+            let kept: Vec<bool> = (0..ids.len())
+                .map(|i| c.logit(i) > f32::NEG_INFINITY)
+                .collect();
+            let probs = c.softmax();
+            let mut pairs: Vec<(u32, f32)> = ids
+                .into_iter()
+                .zip(probs.iter().copied())
+                .zip(kept)
+                .filter_map(|(pair, kept)| kept.then_some(pair))
+                .collect();
+            pairs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            Ok(pairs.into_iter().unzip())
+        })
     }
 
     /// Writes `row` as what the engine's own sampling step should see: for `Select`, the
@@ -250,6 +251,9 @@ impl Sequence {
     /// any sampler); for `Distribution`, the pipeline's distribution as logits (`-inf` for
     /// removed tokens). `row` is both input and output. Returns the selected token for
     /// `Select`.
+    ///
+    /// Costs one read of the row (the load) and one write (the fill), beside what the stages
+    /// read of the candidates.
     ///
     /// # Errors
     /// As [`Sequence::select`]; `row` is left as it was.
@@ -259,23 +263,29 @@ impl Sequence {
         history: History<'_>,
         mode: Mode,
     ) -> Result<Option<u32>, Error> {
-        match mode {
+        with_candidates(|c| match mode {
             Mode::Select => {
-                let token = self.select(row, history)?;
+                let token = self.select_in(c, row, history)?;
                 row.fill(f32::NEG_INFINITY);
                 row[token as usize] = 0.0;
                 Ok(Some(token))
             }
             Mode::Distribution => {
-                let kept = self.distribution(row, history)?;
+                self.transform_in(c, row, history)?;
                 row.fill(f32::NEG_INFINITY);
-                for (id, x) in kept {
+                for (id, x) in kept(c) {
                     row[id as usize] = x;
                 }
                 Ok(None)
             }
-        }
+        })
     }
+}
+
+/// The candidates' (id, logit) pairs with any pending scale applied (as
+/// [`Candidates::logits`] applies it), `-inf` ones left out, in candidate order.
+fn kept(c: &Candidates) -> impl Iterator<Item = (u32, f32)> + '_ {
+    c.iter().filter(|&(_, x)| x > f32::NEG_INFINITY)
 }
 
 /// What [`Sequence::step_row`] writes.
