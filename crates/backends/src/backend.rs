@@ -329,6 +329,10 @@ impl LanguageModel for LoadedModel {
         dispatch!(self, m => m.truncate(len))
     }
 
+    fn reserve(&mut self, positions: usize) {
+        dispatch!(self, m => LanguageModel::reserve(m, positions))
+    }
+
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
         self.forward_last(tokens).map_err(Into::into)
     }
@@ -361,6 +365,10 @@ impl BatchModel for LoadedModel {
 
     fn truncate(&mut self, seq: SeqId, len: usize) -> sieve_engine::Result<()> {
         dispatch!(self, m => BatchModel::truncate(m, seq, len))
+    }
+
+    fn reserve(&mut self, seq: SeqId, positions: usize) {
+        dispatch!(self, m => BatchModel::reserve(m, seq, positions))
     }
 
     fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {

@@ -232,6 +232,40 @@ fn a_gguf_without_tokenizer_metadata_says_so() {
 }
 
 #[test]
+fn the_host_path_reads_llama_q_rows_in_place_with_the_order_of_their_outputs() {
+    // The q matrix stays the file's bytes (no copy); its product read in the given order is
+    // the Hugging Face weights' product, bit for bit.
+    let (_tmp, file) = exported("llama-f32-linear", GgmlType::Q8_0);
+    let name = "model.layers.1.self_attn.q_proj.weight";
+    let gguf = GgufFile::open(&file).unwrap();
+    let stored_bytes = gguf
+        .tensor_bytes(gguf.tensor("blk.1.attn_q.weight").unwrap())
+        .to_vec();
+    let dir = ModelDir::open(&file).unwrap();
+    let checkpoint = dir.checkpoint().unwrap();
+    let (stored, order) = checkpoint.tensor_weights_stored(name, 32, 32).unwrap();
+    assert_eq!(stored.view().bytes(), &stored_bytes[..]);
+    let order = order.expect("a llama q matrix comes with its output order");
+    let in_order = checkpoint.tensor_weights(name, 32, 32).unwrap();
+    assert!(!in_order.shares_bytes_with(&stored));
+    let x: Vec<f32> = (0..3 * 32)
+        .map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0)
+        .collect();
+    let product = sieve_kernels::matmul_nt_vec(&x, 3, &stored.view(), None);
+    let expected = sieve_kernels::matmul_nt_vec(&x, 3, &in_order.view(), None);
+    for (p, e) in product.chunks(32).zip(expected.chunks(32)) {
+        let read: Vec<u32> = order.iter().map(|&i| p[i].to_bits()).collect();
+        let want: Vec<u32> = e.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(read, want);
+    }
+    // Matrices that are not permuted come with no order.
+    let (_, none) = checkpoint
+        .tensor_weights_stored("model.layers.1.self_attn.v_proj.weight", 32, 32)
+        .unwrap();
+    assert!(none.is_none());
+}
+
+#[test]
 fn quantized_q_rows_are_put_back_as_whole_blocks() {
     let (_tmp, file) = exported("llama-f32-linear", GgmlType::Q8_0);
     let name = "model.layers.1.self_attn.q_proj.weight";

@@ -113,6 +113,12 @@ pub trait BatchModel {
     /// [`Error::UnknownSequence`].
     fn truncate(&mut self, seq: SeqId, len: usize) -> Result<()>;
 
+    /// Says `seq` will hold about `positions` tokens in all (see
+    /// [`LanguageModel::reserve`]); an unknown handle is ignored. The default ignores it.
+    fn reserve(&mut self, seq: SeqId, positions: usize) {
+        let _ = (seq, positions);
+    }
+
     /// Appends each feed's tokens to its sequence, all in one forward pass, and returns per
     /// feed, in order, its logits rows concatenated ([`Feed::rows`] × `vocab_size` values).
     /// A sequence appears at most once per step.
@@ -167,6 +173,10 @@ impl<M: BatchModel + ?Sized> LanguageModel for Sequence<'_, M> {
 
     fn truncate(&mut self, len: usize) {
         let _ = self.model.truncate(self.seq, len);
+    }
+
+    fn reserve(&mut self, positions: usize) {
+        self.model.reserve(self.seq, positions);
     }
 
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {

@@ -83,6 +83,7 @@ pub fn time_model(
     let mut logits = Vec::new();
     for _ in 0..=warm_prefills {
         model.reset();
+        model.reserve(prompt.len() + decode_tokens);
         let t = Instant::now();
         logits = model.forward(prompt)?;
         prefills.push(t.elapsed());

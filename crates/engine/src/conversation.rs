@@ -109,6 +109,10 @@ impl LanguageModel for Reusing<'_> {
         self.conversation.held.truncate(len);
     }
 
+    fn reserve(&mut self, positions: usize) {
+        self.model.reserve(positions);
+    }
+
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         if !self.fresh {
             let logits = self.model.forward(tokens)?;

@@ -151,6 +151,8 @@ pub fn generate(
     }
     let mut out = Decoder::new(detokenizer, prompt, model.vocab_size(), on_text)?;
 
+    let planned = model.position() + prompt.len();
+    model.reserve(planned.saturating_add(options.max_tokens));
     let t = Instant::now();
     let mut logits = model.forward(prompt)?;
     stats.prefill_time = t.elapsed();

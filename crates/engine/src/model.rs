@@ -30,6 +30,14 @@ pub trait LanguageModel {
     /// [`LanguageModel::position`] changes nothing.
     fn truncate(&mut self, len: usize);
 
+    /// Says the sequence will hold about `positions` tokens in all (its prompt and the most
+    /// tokens the caller will generate), so that a model can size its cache for them once
+    /// instead of growing it past them. A hint: no result depends on it, and a sequence may
+    /// still grow beyond it. The default ignores it.
+    fn reserve(&mut self, positions: usize) {
+        let _ = positions;
+    }
+
     /// Appends `tokens` to the sequence (all of them in one pass: the prefill, or one decode
     /// step) and returns the logits (`vocab_size` values) of the token that follows the last
     /// of them.

@@ -81,6 +81,8 @@ pub fn generate_parallel(
         .collect();
 
     let first = model.open();
+    // The forks copy the hint with the prompt.
+    model.reserve(first, prompt.len().saturating_add(options.max_tokens));
     let t = Instant::now();
     let prefill = model.step(&[Feed::last(first, prompt)]);
     stats.prefill_time = t.elapsed();

@@ -5,12 +5,18 @@
 //! For architecture `llama`, `convert_hf_to_gguf.py` (`LlamaModel.permute`) reorders the rows
 //! of `q_proj` and `k_proj` (weights and biases) within each head so that the two rotary
 //! halves interleave (llama.cpp's `LLAMA_ROPE_TYPE_NORM`): row `2i + j` of a head holds what
-//! was row `j·d/2 + i` (`d` the head width, `i < d/2`, `j ∈ {0, 1}`). The loader undoes it,
-//! so the model computes exactly what it computes from the Hugging Face weights. The rows are
-//! put back in order in memory of their own (a whole row is whole blocks for every type, so
-//! this is a copy of rows, never a conversion), and the map's pages of the permuted original
-//! are given back to the kernel: the resident size stays that of the file. (Only the q and k
-//! matrices are copied, a sixth to a third of a layer's weights.)
+//! was row `j·d/2 + i` (`d` the head width, `i < d/2`, `j ∈ {0, 1}`). The model computes
+//! exactly what it computes from the Hugging Face weights either way:
+//!
+//! - the host path's linear layers take the matrix as it lies in the map, in the file's row
+//!   order, with the order to read their outputs in ([`GgufTensors::tensor_weights_stored`]):
+//!   an output is one row's dot product, so reading the outputs in Hugging Face order gives
+//!   the same bits, and nothing is copied (the q and k matrices are a sixth to a third of a
+//!   layer's weights);
+//! - everything else ([`GgufTensors::tensor_weights`], [`GgufTensors::tensor_f32`]) gets the
+//!   rows put back in order in memory of its own (a whole row is whole blocks for every type,
+//!   so this is a copy of rows, never a conversion), the map's pages of the permuted
+//!   original given back to the kernel.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -225,6 +231,16 @@ impl GgufTensors {
     /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::UnsupportedGguf`] for a
     /// type the kernels do not read.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<(Vec<f32>, usize)> {
+        let (values, bytes) = self.tensor_f32_stored(name, shape)?;
+        let rows = shape.first().copied().unwrap_or(1);
+        Ok(match self.row_order(name, rows) {
+            Some(order) => (reorder(&values, &order), bytes),
+            None => (values, bytes),
+        })
+    }
+
+    /// [`GgufTensors::tensor_f32`] in the file's row order.
+    fn tensor_f32_stored(&self, name: &str, shape: &[usize]) -> Result<(Vec<f32>, usize)> {
         let (shard, info) = self.find(name, shape)?;
         let stored = Self::stored(shard, info)?;
         let bytes = shard.tensor_bytes(info);
@@ -253,19 +269,14 @@ impl GgufTensors {
                 out
             }
         };
-        let rows = shape.first().copied().unwrap_or(1);
-        let values = match self.row_order(name, rows) {
-            Some(order) => reorder(&values, &order),
-            None => values,
-        };
         Ok((values, bytes.len()))
     }
 
-    /// The `[rows, cols]` matrix `name` as its bytes in the memory map (no copy): a float
-    /// tensor in `dtype` resolved against its type (converted into memory of its own when
-    /// they differ), a quantized one in its blocks with [`WeightDtype::Auto`] (dequantized to
-    /// `dtype` otherwise). The q/k rows of a `llama` file are put back in order in memory of
-    /// their own.
+    /// The `[rows, cols]` matrix `name` as its bytes in the memory map (no copy), in Hugging
+    /// Face row order: a float tensor in `dtype` resolved against its type (converted into
+    /// memory of its own when they differ), a quantized one in its blocks with
+    /// [`WeightDtype::Auto`] (dequantized to `dtype` otherwise). The q/k rows of a `llama` file
+    /// are put back in order in memory of their own.
     ///
     /// # Errors
     /// [`Error::MissingTensor`], [`Error::TensorShape`], [`Error::UnsupportedGguf`].
@@ -276,39 +287,66 @@ impl GgufTensors {
         cols: usize,
         dtype: WeightDtype,
     ) -> Result<Weights> {
-        let (shard, info) = self.find(name, &[rows, cols])?;
-        let bad = |e: sieve_kernels::Error| Error::BadTensor {
-            path: shard.path().to_path_buf(),
-            name: info.name.clone(),
-            message: e.to_string(),
+        let (weights, order) = self.tensor_weights_stored(name, rows, cols, dtype)?;
+        let Some(order) = order else {
+            return Ok(weights);
         };
+        let (shard, info) = self.find(name, &[rows, cols])?;
+        let bytes = reorder(weights.view().bytes(), &order);
+        drop(weights);
+        let (storage, range) = own(shard, info, bytes);
+        let made = match Self::stored(shard, info)? {
+            Stored::Quant(t) if dtype == WeightDtype::Auto => {
+                Weights::quantized(storage, range, t, rows, cols)
+            }
+            Stored::Quant(_) => {
+                Weights::new(storage, range, dtype.resolve(KernelDtype::F32), rows, cols)
+            }
+            Stored::Float(d) => Weights::new(storage, range, dtype.resolve(d), rows, cols),
+        };
+        made.map_err(|e| bad_tensor(shard, info, e))
+    }
+
+    /// [`GgufTensors::tensor_weights`] with the rows in the file's order, never copied for
+    /// that: the weights, and — for the q/k matrices of a `llama` file — the order to read
+    /// the product's outputs in (output `r` in Hugging Face order is output `order[r]` of
+    /// these weights).
+    ///
+    /// # Errors
+    /// As [`GgufTensors::tensor_weights`].
+    pub fn tensor_weights_stored(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        dtype: WeightDtype,
+    ) -> Result<(Weights, Option<Vec<usize>>)> {
+        let (shard, info) = self.find(name, &[rows, cols])?;
+        let bad = |e: sieve_kernels::Error| bad_tensor(shard, info, e);
         let start = info.file_offset as usize;
         let in_map = start..start + info.size as usize;
         let order = self.row_order(name, rows);
         // The stored float type, and the values already dequantized (empty for a float).
         let (stored, dequantized) = match Self::stored(shard, info)? {
             Stored::Quant(t) if dtype == WeightDtype::Auto => {
-                let (storage, range) = match &order {
-                    None => (shard.storage().clone(), in_map),
-                    Some(order) => own(shard, info, reorder(shard.tensor_bytes(info), order)),
-                };
-                return Weights::quantized(storage, range, t, rows, cols).map_err(bad);
+                let weights = Weights::quantized(shard.storage().clone(), in_map, t, rows, cols)
+                    .map_err(bad)?;
+                return Ok((weights, order));
             }
             Stored::Quant(_) => {
-                let (values, _) = self.tensor_f32(name, &[rows, cols])?;
+                let (values, _) = self.tensor_f32_stored(name, &[rows, cols])?;
                 let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
                 (KernelDtype::F32, bytes)
             }
             Stored::Float(d) => (d, Vec::new()),
         };
         let wanted = dtype.resolve(stored);
-        let (storage, range) = if dequantized.is_empty() && order.is_none() && wanted == stored {
+        let (storage, range) = if dequantized.is_empty() && wanted == stored {
             (shard.storage().clone(), in_map)
         } else {
-            let bytes = match (dequantized.is_empty(), &order) {
-                (false, _) => dequantized,
-                (true, Some(order)) => reorder(shard.tensor_bytes(info), order),
-                (true, None) => shard.tensor_bytes(info).to_vec(),
+            let bytes = match dequantized.is_empty() {
+                false => dequantized,
+                true => shard.tensor_bytes(info).to_vec(),
             };
             let bytes = match wanted == stored {
                 true => bytes,
@@ -316,7 +354,17 @@ impl GgufTensors {
             };
             own(shard, info, bytes)
         };
-        Weights::new(storage, range, wanted, rows, cols).map_err(bad)
+        let weights = Weights::new(storage, range, wanted, rows, cols).map_err(bad)?;
+        Ok((weights, order))
+    }
+}
+
+/// A kernels error about `info`'s tensor, naming the file and the tensor.
+fn bad_tensor(shard: &GgufFile, info: &TensorInfo, e: sieve_kernels::Error) -> Error {
+    Error::BadTensor {
+        path: shard.path().to_path_buf(),
+        name: info.name.clone(),
+        message: e.to_string(),
     }
 }
 

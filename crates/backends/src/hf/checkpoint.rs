@@ -295,6 +295,33 @@ impl Checkpoint {
         })
     }
 
+    /// [`Checkpoint::tensor_weights`] for a layer that can read its outputs in another order
+    /// than its rows: the q/k matrices of a `llama` GGUF file stay in the file's row order
+    /// (no copy) and come with the order to read the product's outputs in (output `r` in
+    /// Hugging Face order is output `order[r]`, see `gguf::tensors`); every other matrix is
+    /// [`Checkpoint::tensor_weights`]' with no order.
+    ///
+    /// # Errors
+    /// As [`Checkpoint::tensor_weights`].
+    pub fn tensor_weights_stored(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<(Weights, Option<Vec<usize>>)> {
+        let quantize_at_load = matches!(self.weight_dtype, WeightDtype::Quant(ty)
+            if quant_type_for(ty, cols).is_some());
+        match &self.gguf {
+            Some(g) if !quantize_at_load => {
+                let (weights, order) =
+                    g.tensor_weights_stored(name, rows, cols, self.weight_dtype)?;
+                self.advance(weights.view().bytes().len());
+                Ok((weights, order))
+            }
+            _ => Ok((self.tensor_weights(name, rows, cols)?, None)),
+        }
+    }
+
     /// Checks that the checkpoint has the `[rows, cols]` matrix `name` (reads nothing).
     fn tensor_shape_checked(&self, name: &str, rows: usize, cols: usize) -> Result<()> {
         match &self.gguf {

@@ -30,6 +30,10 @@ struct HostKv {
     shared: Option<Arc<HeadMajor>>,
     own: HeadMajor,
     max_positions: usize,
+    /// The positions the caller said the sequence will hold ([`KvCache::reserve`]; 0: not
+    /// said): while it stays within them, `own` grows to room for exactly that many instead
+    /// of doubling.
+    planned: usize,
 }
 
 /// Keys and values of consecutive positions, head-major: kv head `h`'s row of position `t`
@@ -45,6 +49,15 @@ struct HeadMajor {
     capacity: usize,
     kv_heads: usize,
     head_dim: usize,
+}
+
+/// How a run of positions grows when it is full.
+#[derive(Debug, Clone, Copy)]
+enum Room {
+    /// Double, to at most this many positions.
+    AtMost(usize),
+    /// To room for exactly this many (the positions the caller said it will hold).
+    Exactly(usize),
 }
 
 /// The smallest capacity a host cache grows to: a few decode steps without a move.
@@ -76,8 +89,8 @@ impl HeadMajor {
     }
 
     /// Appends `[n, kv_heads · head_dim]` position-major rows of keys and values (narrowed to
-    /// the element type), growing to at most `limit` positions unless they need more.
-    fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize, limit: usize) {
+    /// the element type), growing as `room` says (never to fewer positions than needed).
+    fn append(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize, room: Room) {
         let width = kv_heads * head_dim;
         if width == 0 {
             return;
@@ -88,11 +101,11 @@ impl HeadMajor {
         }
         let needed = self.len + n;
         if needed > self.capacity {
-            let doubled = (2 * self.capacity).max(MIN_CAPACITY);
-            let capacity = doubled.min(limit).max(needed);
-            let mut grown = HeadMajor::with_capacity(self.dtype(), kv_heads, head_dim, capacity);
-            grown.copy_from(self, self.len);
-            *self = grown;
+            let capacity = match room {
+                Room::AtMost(limit) => (2 * self.capacity).max(MIN_CAPACITY).min(limit),
+                Room::Exactly(planned) => planned,
+            };
+            self.grow(kv_heads, head_dim, capacity.max(needed));
         }
         let d = head_dim;
         for (i, (k, v)) in k.chunks_exact(width).zip(v.chunks_exact(width)).enumerate() {
@@ -103,6 +116,14 @@ impl HeadMajor {
             }
         }
         self.len += n;
+    }
+
+    /// Moves the positions held to room for `capacity` positions of `kv_heads` heads of
+    /// `head_dim` (at least the positions held).
+    fn grow(&mut self, kv_heads: usize, head_dim: usize, capacity: usize) {
+        let mut grown = HeadMajor::with_capacity(self.dtype(), kv_heads, head_dim, capacity);
+        grown.copy_from(self, self.len);
+        *self = grown;
     }
 
     /// Appends the first `count` positions of `other` (the same head shape, room enough).
@@ -186,6 +207,7 @@ impl<B: Backend> LayerCache<B> {
                 shared: None,
                 own: HeadMajor::empty(dtype),
                 max_positions,
+                planned: 0,
             },
         }
     }
@@ -210,8 +232,21 @@ impl<B: Backend> LayerCache<B> {
     /// `k`, `v`: `[n, kv_heads · head_dim]`, position-major (as the projections write them).
     pub fn append_host(&mut self, k: &[f32], v: &[f32], kv_heads: usize, head_dim: usize) {
         let host = &mut self.host;
-        let limit = host.max_positions.saturating_sub(host.split());
-        host.own.append(k, v, kv_heads, head_dim, limit);
+        let width = (kv_heads * head_dim).max(1);
+        let split = host.split();
+        let needed = host.own.len + k.len() / width;
+        let planned = host.planned.min(host.max_positions).saturating_sub(split);
+        let room = match needed <= planned {
+            // Within the positions said: room for all of them at once.
+            true => Room::Exactly(planned),
+            false => Room::AtMost(host.max_positions.saturating_sub(split)),
+        };
+        host.own.append(k, v, kv_heads, head_dim, room);
+    }
+
+    /// Says the sequence will hold `positions` positions in all (see [`KvCache::reserve`]).
+    fn reserve(&mut self, positions: usize) {
+        self.host.planned = positions;
     }
 
     /// All keys and values held in host memory, in two runs: the positions shared with other
@@ -292,6 +327,16 @@ impl<B: Backend> KvCache<B> {
             layer.host.freeze();
         }
         self.clone()
+    }
+
+    /// Says the sequence will hold `positions` positions in all (its prompt and the most
+    /// tokens it may generate): while it stays within them, the host memory grows to room
+    /// for exactly that many (at most the context) instead of doubling past them; beyond
+    /// them it doubles again. What is held does not change.
+    pub fn reserve(&mut self, positions: usize) {
+        for layer in &mut self.layers {
+            layer.reserve(positions);
+        }
     }
 
     /// Keeps the first `len` positions of every layer (the rollback of speculative decoding:
@@ -481,5 +526,27 @@ mod tests {
             "a fork's own run stops at what the context leaves"
         );
         assert_eq!(keys(&fork).0.len(), 94 * WIDTH);
+    }
+
+    #[test]
+    fn a_reserved_cache_takes_room_for_the_positions_said_at_once() {
+        let capacity = |cache: &KvCache<Flex>| cache.layers[0].host.own.capacity;
+        let mut cache = KvCache::new(1, 100, KvDtype::F32);
+        cache.reserve(40);
+        append(&mut cache, &[1.0; 30 * WIDTH]);
+        assert_eq!(capacity(&cache), 40, "the prefill takes room for all 40");
+        append(&mut cache, &[2.0; 10 * WIDTH]);
+        assert_eq!(capacity(&cache), 40, "no move within the positions said");
+        append(&mut cache, &[3.0; WIDTH]);
+        assert_eq!(capacity(&cache), 80, "past them it doubles again");
+        assert_eq!(keys(&cache).0.len(), 41 * WIDTH);
+        let mut big = KvCache::new(1, 100, KvDtype::F32);
+        big.reserve(1_000);
+        append(&mut big, &[1.0; 3 * WIDTH]);
+        assert_eq!(capacity(&big), 100, "never past the context");
+        let mut cleared = cache.clone();
+        cleared.clear();
+        append(&mut cleared, &[1.0; 3 * WIDTH]);
+        assert_eq!(capacity(&cleared), 16, "clear forgets the hint");
     }
 }

@@ -10,6 +10,8 @@
 //! weight as a transposed `[in, out]` `f32` tensor on the device and uses Burn's matmul: a
 //! [`BurnLinear`]. [`Linear`] is one or the other, by the path the model was loaded for.
 
+use std::sync::Arc;
+
 use burn_tensor::backend::Backend;
 use burn_tensor::Tensor;
 use sieve_kernels::Weights;
@@ -55,12 +57,21 @@ impl LinearConfig {
         let weight_name = format!("{prefix}.weight");
         let bias_name = format!("{prefix}.bias");
         if w.on_host() {
-            let weights = w.weights(&weight_name, out_dim, in_dim)?;
+            let (weights, order) = w.weights_stored(&weight_name, out_dim, in_dim)?;
             let bias = match self.bias {
                 true => Some(w.values(&bias_name, out_dim)?),
                 false => None,
             };
-            return Ok(Linear::Host(HostLinear { weights, bias }));
+            // The bias is added to the product's outputs, which come in the weights' row order.
+            let bias = match (&order, bias) {
+                (Some(order), Some(b)) => Some(in_row_order(&b, order)),
+                (_, b) => b,
+            };
+            return Ok(Linear::Host(HostLinear {
+                weights,
+                bias,
+                outputs: order.map(Arc::from),
+            }));
         }
         let weight = w.matrix_transposed(&weight_name, out_dim, in_dim)?;
         let bias = match self.bias {
@@ -88,10 +99,14 @@ pub enum Linear<B: Backend> {
 /// `sieve-kernels` (one fixed reduction order per output).
 #[derive(Debug, Clone)]
 pub struct HostLinear {
-    /// `[out, in]`, in the checkpoint's dtype.
+    /// `[out, in]`, in the checkpoint's dtype and row order.
     weights: Weights,
-    /// `[out]`.
+    /// `[out]`, in the weights' row order.
     bias: Option<Vec<f32>>,
+    /// The order to read the product's outputs in, when the checkpoint's rows are not in the
+    /// model's order (the q/k matrices of a `llama` GGUF file): output `r` is the product's
+    /// output `outputs[r]`. Each output is one row's dot product, so its bits do not change.
+    outputs: Option<Arc<[usize]>>,
 }
 
 /// A linear layer of the Burn path: the weight as a device tensor, multiplied by Burn's
@@ -110,6 +125,7 @@ impl HostLinear {
         HostLinear {
             weights,
             bias: None,
+            outputs: None,
         }
     }
 
@@ -124,7 +140,23 @@ impl HostLinear {
     /// If `x` is not `[n, in]`.
     pub fn forward_host(&self, x: &[f32], n: usize) -> Vec<f32> {
         assert_eq!(x.len(), n * self.weights.k(), "linear: input width");
-        sieve_kernels::matmul_nt_vec(x, n, &self.weights.view(), self.bias.as_deref())
+        let mut out =
+            sieve_kernels::matmul_nt_vec(x, n, &self.weights.view(), self.bias.as_deref());
+        self.read_outputs_in_order(&mut out);
+        out
+    }
+
+    /// Puts the outputs of each row of `out` (`[n, out]`, in the weights' row order) in the
+    /// model's order, when they differ.
+    fn read_outputs_in_order(&self, out: &mut [f32]) {
+        let Some(order) = &self.outputs else { return };
+        let mut product = vec![0f32; order.len()];
+        for row in out.chunks_exact_mut(order.len()) {
+            product.copy_from_slice(row);
+            for (o, &i) in row.iter_mut().zip(order.iter()) {
+                *o = product[i];
+            }
+        }
     }
 
     /// [`HostLinear::forward_host`] into `out` (resized to `[n, out]`, its old values
@@ -136,6 +168,7 @@ impl HostLinear {
         assert_eq!(x.len(), n * self.weights.k(), "linear: input width");
         let out = sized(out, n * self.weights.n());
         sieve_kernels::matmul_nt(x, n, &self.weights.view(), self.bias.as_deref(), out);
+        self.read_outputs_in_order(out);
     }
 }
 
@@ -272,7 +305,20 @@ impl<B: Backend> Linear<B> {
             .map(|((view, l), out)| (view, l.bias.as_deref(), sized(out, n * view.n())))
             .collect();
         sieve_kernels::matmul_nt_many(x, n, &mut jobs);
+        for ((_, _, out), l) in jobs.iter_mut().zip(&host) {
+            l.read_outputs_in_order(out);
+        }
     }
+}
+
+/// `values` (one per output, in the model's order) in the order the product's outputs come
+/// in: `order[r]` is where output `r` comes out.
+fn in_row_order(values: &[f32], order: &[usize]) -> Vec<f32> {
+    let mut stored = vec![0f32; values.len()];
+    for (&v, &i) in values.iter().zip(order) {
+        stored[i] = v;
+    }
+    stored
 }
 
 #[cfg(test)]

@@ -45,6 +45,17 @@ impl<'a, B: Backend> Loader<'a, B> {
         self.checkpoint.tensor_weights(name, rows, cols)
     }
 
+    /// [`Loader::weights`] in the checkpoint's row order, with the order to read the
+    /// product's outputs in when that differs (see `Checkpoint::tensor_weights_stored`).
+    pub(crate) fn weights_stored(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<(Weights, Option<Vec<usize>>)> {
+        self.checkpoint.tensor_weights_stored(name, rows, cols)
+    }
+
     /// The vector `name` of length `n`, on the host.
     pub(crate) fn values(&self, name: &str, n: usize) -> Result<Vec<f32>> {
         self.checkpoint.tensor_f32(name, &[n])

@@ -319,6 +319,12 @@ impl<B: Backend> BatchModel for Model<B> {
         Ok(())
     }
 
+    fn reserve(&mut self, seq: SeqId, positions: usize) {
+        if let Some(Some(cache)) = self.pool.get_mut(seq.0 as usize) {
+            cache.reserve(positions);
+        }
+    }
+
     fn step(&mut self, feeds: &[Feed<'_>]) -> sieve_engine::Result<Vec<Vec<f32>>> {
         self.check_feeds(feeds)?;
         if feeds.is_empty() {
@@ -394,6 +400,10 @@ impl<B: Backend> LanguageModel for Model<B> {
 
     fn truncate(&mut self, len: usize) {
         Model::truncate(self, len);
+    }
+
+    fn reserve(&mut self, positions: usize) {
+        self.cache.reserve(positions);
     }
 
     fn forward(&mut self, tokens: &[u32]) -> sieve_engine::Result<Vec<f32>> {
