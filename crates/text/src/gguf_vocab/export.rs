@@ -152,7 +152,9 @@ impl Builder<'_> {
             _ => None,
         };
         let mut types: Vec<i32> = kinds.iter().map(|&k| type_of(k)).collect();
-        if let Some(u) = unk_id {
+        // A byte-level vocabulary never falls back to its unknown token (every byte is one):
+        // llama.cpp's converter keeps its type, as here.
+        if let Some(u) = unk_id.filter(|_| byte_fallback) {
             types[u as usize] = type_of(TokenKind::Unknown);
         }
 
