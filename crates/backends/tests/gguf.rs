@@ -232,7 +232,8 @@ fn without_tokenizer(file: &Path) -> PathBuf {
     }
     for t in src.tensors() {
         let bytes = src.tensor_bytes(t).to_vec();
-        w.tensor(t.name.clone(), t.ggml_type, &t.dims, bytes).unwrap();
+        w.tensor(t.name.clone(), t.ggml_type, &t.dims, bytes)
+            .unwrap();
     }
     let out = file.with_extension("no-tokenizer.gguf");
     w.write_file(&out).unwrap();
