@@ -421,4 +421,23 @@ fn sentencepiece_scores_follow_the_merge_order_not_the_ids() {
         ["\u{2581}a", "bc"]
     ]);
     assert_eq!(agree(&t, &["abc", "xabc", "ab c"]), None);
+    // An added `▁▁` no merge makes: llama.cpp would merge two spaces into it, BPE does not.
+    t["model"]["vocab"]["\u{2581}\u{2581}"] = json!(11);
+    let added = t["added_tokens"].as_array_mut().unwrap();
+    added.push(
+        json!({"id": 11, "content": "\u{2581}\u{2581}", "special": false, "normalized": false,
+        "lstrip": false, "rstrip": false, "single_word": false}),
+    );
+    let (tmp, ids) = dir_with(&t);
+    let e = vocab_from_hf(tmp.path(), &ids).unwrap_err().to_string();
+    assert!(
+        e.contains("model.merges") && e.contains("\u{2581}\u{2581}"),
+        "{e}"
+    );
+    // With the merge it is stated, and both tokenize two spaces as it.
+    t["model"]["merges"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(["\u{2581}", "\u{2581}"]));
+    assert_eq!(agree(&t, &["a  b", "  ", "\u{2581}\u{2581}x"]), None);
 }

@@ -519,8 +519,20 @@ impl Builder<'_> {
         }
         // Every way llama.cpp could make a token (two tokens, or single characters, it
         // starts from characters) must be a merge, else it would make tokens BPE does not.
+        // Tokens split out of the text before merging cannot be made, unless they hold a `▁`
+        // the text gets only from the space replacement; byte tokens and padding never.
         for (id, text) in tokens.iter().enumerate() {
-            if types[id] != type_of(TokenKind::Normal) || text.len() > MAX_CHECKED_BYTES {
+            let split_out = [
+                TokenKind::Control,
+                TokenKind::Unknown,
+                TokenKind::UserDefined,
+            ]
+            .iter()
+            .any(|&k| types[id] == type_of(k));
+            let never = [TokenKind::Byte, TokenKind::Unused]
+                .iter()
+                .any(|&k| types[id] == type_of(k));
+            if never || (split_out && !text.contains(SPACE)) || text.len() > MAX_CHECKED_BYTES {
                 continue;
             }
             for (at, _) in text.char_indices().skip(1) {
@@ -566,6 +578,9 @@ impl Builder<'_> {
         }
     }
 }
+
+/// The character SentencePiece writes for a space.
+const SPACE: char = '\u{2581}';
 
 /// Tokens longer than this are not checked for splits (the reader never merges into them).
 const MAX_CHECKED_BYTES: usize = 256;
