@@ -499,7 +499,9 @@ impl Builder<'_> {
         let mut made: HashSet<(&str, &str)> = HashSet::with_capacity(merges.len());
         let mut last_made: Option<usize> = None;
         for (rank, (l, r)) in merges.iter().enumerate() {
-            let t = ids[format!("{l}{r}").as_str()];
+            let Some(&t) = ids.get(format!("{l}{r}").as_str()) else {
+                return Err(self.error(&format!("model.merges[{rank}]"), "makes no token"));
+            };
             made.insert((l.as_str(), r.as_str()));
             match first[t] {
                 None => first[t] = Some(rank),
