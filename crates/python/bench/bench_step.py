@@ -3,7 +3,8 @@ and the vLLM processor's `apply` (history assembly included), at 1, 8 and 64 row
 vocabularies of 49 152 and 151 936; beside it, when vLLM is installed, vLLM's own top-k/top-p
 sampling step (`TopKTopPSampler`) on the same logits, and a plain torch equivalent otherwise.
 
-    python crates/python/bench/bench_step.py [--iters 200] [--json]
+    python crates/python/bench/bench_step.py [--iters 200] [--threads N] [--rows 1,8,64]
+        [--vocab 49152,151936] [--no-reference] [--json]
 
 Prints one line per case: median and 90th percentile microseconds per step, and per row.
 """
@@ -64,6 +65,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="rows in parallel (default: every CPU)")
     ap.add_argument("--rows", default="1,8,64")
     ap.add_argument("--vocab", default="49152,151936")
+    ap.add_argument("--no-reference", action="store_true", help="time sieve only (no vLLM or torch step)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     vsampler = vllm_sampler()
@@ -88,7 +90,9 @@ def main():
             proc.update_state(types.SimpleNamespace(removed=[], added=added, moved=[]))
             apply = timed(lambda: proc.apply(work), lambda: (work.copy_(src), proc.update_state(None)), args.iters)
 
-            if vsampler is not None:
+            if args.no_reference:
+                ref_name, ref = "no reference", (float("nan"), float("nan"))
+            elif vsampler is not None:
                 k = torch.full((rows,), 40, dtype=torch.long)
                 p = torch.full((rows,), 0.9)
                 ref_name = "vllm TopKTopPSampler"

@@ -54,6 +54,36 @@ def test_a_decoding_loop_is_the_same_on_one_thread_and_many():
     assert np.array_equal(run(1), run(4))
 
 
+def test_histories_as_lists_arrays_or_ragged_rows_give_the_same_tokens():
+    # Lists are converted together, arrays addressed row by row within one array; both must
+    # reach each row's pipeline as that row's history, with None rows among them.
+    x = matrix(5)
+    text = "penalty(3.0) | top_k(3) | dist"
+    lists = [[3, 1, 4], [1, 5], [], [9, 2, 6, 5], [3]]
+    pipes = lambda: sieve.Batch([sieve.Pipeline(text, 7 + r) if r != 2 else None for r in range(5)])
+    want = [p if p is not None else -1 for p in
+            [sieve.Pipeline(text, 7 + r).apply(x[r], lists[r]) if r != 2 else None for r in range(5)]]
+    assert pipes().apply(x, lists).tolist() == want
+    assert pipes().apply(x, [np.array(h, dtype=np.int64) for h in lists]).tolist() == want
+    square = np.array([[3, 1, 4], [1, 5, 5], [0, 0, 0], [9, 2, 6], [3, 3, 3]])
+    want_square = [sieve.Pipeline(text, 7 + r).apply(x[r], square[r]) if r != 2 else -1 for r in range(5)]
+    assert pipes().apply(x, square).tolist() == want_square
+    assert pipes().apply(x, torch_or_array(square)).tolist() == want_square
+    assert pipes().apply(x, square.tolist()).tolist() == want_square
+    with pytest.raises(ValueError, match="history of row 3: token id -1 is negative"):
+        pipes().apply(x, [[1], [2], [], [4, -1], [0]])
+    with pytest.raises(ValueError, match="beyond the 500 logits"):
+        pipes().apply(x, [[1], [2], [], [4, 500], [0]])
+
+
+def torch_or_array(a):
+    try:
+        import torch
+    except ImportError:
+        return a
+    return torch.from_numpy(a)
+
+
 def test_select_writes_one_hot_rows_in_place_and_distribution_writes_the_distribution():
     x = matrix(3)
     orig = x.copy()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Union
+from itertools import chain
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -107,13 +108,13 @@ class Batch:
         (addr, rows, vocab, stride), keep = _arrays.f32_matrix(logits)
         if rows != len(self.rows):
             raise ValueError(f"the logits have {rows} rows, the batch {len(self.rows)} pipelines")
-        hists = self._histories(histories, rows)
+        hists, keep_hists = self._histories(histories, rows)
         lens = self._prompt_lens(prompt_lens, hists)
-        refs = [(h.ctypes.data, h.size, n) for h, n in zip(hists, lens)]
+        refs = [(a, size, n) for (a, size), n in zip(hists, lens)]
         natives = [None if p is None else p._native for p in self.rows]
         tokens, errors = _native.step_rows(natives, addr, rows, vocab, stride, refs, mode, self.threads)
         self.last_logits = keep
-        del hists
+        del keep_hists
         raise_row_errors(errors)
         return np.asarray(tokens, dtype=np.int64)
 
@@ -139,22 +140,38 @@ class Batch:
                 p.reset()
 
     @staticmethod
-    def _histories(histories: Any, rows: int) -> List[np.ndarray]:
+    def _histories(histories: Any, rows: int) -> Tuple[List[Tuple[int, int]], Any]:
+        """(address, length) of each row's uint32 history, and the object to keep alive for
+        the call. An array is converted once and its rows addressed within it; lists of ids
+        are converted together, in one array (one row at a time only to name a bad one)."""
         if histories is None:
-            return [_EMPTY] * rows
+            return [(0, 0)] * rows, None
         if _arrays._is_torch(histories) or isinstance(histories, np.ndarray):
             a = _arrays.tokens(histories, "histories")
             if a.ndim != 2 or a.shape[0] != rows:
                 raise ValueError(f"histories must be [rows={rows}, T], got shape {a.shape}")
-            return [a[i] for i in range(rows)]
+            base, step, width = a.ctypes.data, a.strides[0], a.shape[1]
+            return [(base + i * step, width) for i in range(rows)], a
         if len(histories) != rows:
             raise ValueError(f"{len(histories)} histories for {rows} rows")
-        return [_arrays.tokens(h, f"history of row {i}") if len(h) else _EMPTY for i, h in enumerate(histories)]
+        if all(isinstance(h, (list, tuple)) for h in histories):
+            try:
+                flat = _arrays.tokens(list(chain.from_iterable(histories)), "histories")
+            except (TypeError, ValueError):
+                flat = None  # the row-by-row path below names the row
+            if flat is not None and flat.ndim == 1:
+                base, out, at = flat.ctypes.data, [], 0
+                for h in histories:
+                    out.append((base + 4 * at, len(h)))
+                    at += len(h)
+                return out, flat
+        arrays = [_arrays.tokens(h, f"history of row {i}") if len(h) else _EMPTY for i, h in enumerate(histories)]
+        return [(a.ctypes.data, a.size) for a in arrays], arrays
 
     @staticmethod
-    def _prompt_lens(prompt_lens: Union[None, int, Sequence[int]], hists: List[np.ndarray]) -> List[int]:
+    def _prompt_lens(prompt_lens: Union[None, int, Sequence[int]], hists: List[Tuple[int, int]]) -> List[int]:
         if prompt_lens is None:
-            return [h.size for h in hists]
+            return [size for _, size in hists]
         if isinstance(prompt_lens, (int, np.integer)):
             return [int(prompt_lens)] * len(hists)
         if len(prompt_lens) != len(hists):

@@ -152,19 +152,22 @@ class _Request:
     """One request's pipeline and the tokens it has seen: its prompt (accepted first, as
     ``sieve generate`` does), then every token appended to it."""
 
-    __slots__ = ("pipeline", "prompt", "output", "accepted", "mode", "started", "buf", "n")
+    __slots__ = ("pipeline", "native", "prompt", "output", "accepted", "mode", "started", "buf", "addr", "n")
 
     def __init__(self, pipeline: Pipeline, mode: str, prompt: Optional[Sequence[int]] = None,
                  output: Optional[List[int]] = None) -> None:
         self.pipeline = pipeline
+        self.native = pipeline._native
         self.mode = mode
         self.prompt: List[int] = []
         self.output: List[int] = output if output is not None else []  # V1: vLLM's live list
         self.accepted = 0
         self.started = False
         # The history (prompt, then accepted tokens) as uint32, grown by doubling: handed to
-        # the native step without rebuilding it every step.
+        # the native step by address (kept with it: reading an array's address costs about a
+        # microsecond) without rebuilding it every step.
         self.buf = np.zeros(64, dtype=np.uint32)
+        self.addr = self.buf.ctypes.data
         self.n = 0
         if prompt is not None:
             self.start(prompt)
@@ -172,6 +175,7 @@ class _Request:
     def _push(self, t: int) -> None:
         if self.n == self.buf.size:
             self.buf = np.concatenate([self.buf, np.zeros(self.buf.size, dtype=np.uint32)])
+            self.addr = self.buf.ctypes.data
         self.buf[self.n] = t
         self.n += 1
         self.pipeline.accept(t)
@@ -266,27 +270,24 @@ class Requests:
         when ``logits`` is elsewhere or another type)."""
         if not self.slots:
             return logits
-        rows = [(r, self.slots.get(s)) for r, s in enumerate(row_slots) if s is not None]
-        rows = [(r, q) for r, q in rows if q is not None]
+        slots = self.slots
+        rows = [(r, slots[s]) for r, s in enumerate(row_slots) if s in slots]
         if not rows:
             return logits
         direct = logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.stride(1) == 1
         work = logits if direct else logits.detach().to("cpu", torch.float32).contiguous()
-        vocab = work.shape[1]
+        n, vocab = work.shape
+        ptr, stride = work.data_ptr(), work.stride(0)
         for mode in MODES:
             picked = [(r, q) for r, q in rows if q.mode == mode]
             if not picked:
                 continue
-            natives: List[Any] = [None] * work.shape[0]
-            hist: List[Tuple[int, int, int]] = [(0, 0, 0)] * work.shape[0]
-            keep = []
-            for r, q in picked:
-                natives[r] = q.pipeline._native
-                h = q.history()
-                keep.append(h)
-                hist[r] = (h.ctypes.data, h.size, len(q.prompt))
-            _, errors = _native.step_rows(natives, work.data_ptr(), work.shape[0], vocab, work.stride(0), hist, mode, self.threads)
-            del keep
+            natives: List[Any] = [None] * n
+            hist: List[Tuple[int, int, int]] = [(0, 0, 0)] * n
+            for r, q in picked:  # `picked` keeps each request's history buffer alive
+                natives[r] = q.native
+                hist[r] = (q.addr, q.n, len(q.prompt))
+            _, errors = _native.step_rows(natives, ptr, n, vocab, stride, hist, mode, self.threads)
             for r, kind, message in errors:
                 self._failed(work, r, row_slots[r], f"{kind}: {message}")
         if not direct:
