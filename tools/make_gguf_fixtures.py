@@ -49,6 +49,8 @@ def parse_args():
     p.add_argument("--out", default=str(ROOT / "tests/fixtures/gguf"))
     p.add_argument("--smollm2-gguf", default=None, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
     p.add_argument("--bench-dir", default=None, help="tools/make_bench_model.py output dir")
+    p.add_argument("--bench-name", default="smol-random",
+                   help="bench: the files' name prefix (e.g. qwen05-random for --qwen05)")
     return p.parse_args()
 
 

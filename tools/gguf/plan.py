@@ -115,11 +115,12 @@ def make_bench(args, tool, convert):
     if not args.bench_dir:
         raise SystemExit("bench: pass --bench-dir (the output of tools/make_bench_model.py)")
     work = Path(args.work) / "bench"
-    bf16 = work / "smol-random-BF16.gguf"
+    name = getattr(args, "bench_name", None) or "smol-random"
+    bf16 = work / f"{name}-BF16.gguf"
     if bf16.is_file():
         print(f"{bf16} exists: reusing it (delete it to convert again)")
     else:
-        src = work / "hf"
+        src = work / ("hf" if name == "smol-random" else f"hf-{name}")
         if src.exists():
             shutil.rmtree(src)
         shutil.copytree(args.bench_dir, src)
@@ -132,5 +133,9 @@ def make_bench(args, tool, convert):
         }) + "\n")
         convert(args, src, bf16, "bf16")
     for type_name in ["Q8_0", "Q4_0", "Q4_K_M"]:
-        tool(args, "quantize", bf16, work / f"smol-random-{type_name}.gguf", type_name, "--threads", "2")
+        out = work / f"{name}-{type_name}.gguf"
+        if out.is_file():
+            print(f"{out} exists: reusing it")
+            continue
+        tool(args, "quantize", bf16, out, type_name, "--threads", "2")
     print(f"bench GGUFs under {work}")

@@ -1,7 +1,6 @@
 //! What a stage sees besides the candidates: the step [`Context`] while running, the
 //! [`BuildContext`] while being built, and the [`Vocab`] both may carry.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 /// The vocabulary of the model in use: every token's bytes (as the tokenizer decodes it on its
@@ -10,17 +9,18 @@ use alloc::vec::Vec;
 pub struct Vocab {
     tokens: Vec<Vec<u8>>,
     eos: Vec<u32>,
-    by_bytes: BTreeMap<Vec<u8>, u32>,
+    /// Every id, sorted by its bytes, then by id: [`Vocab::find`] searches it (an index of
+    /// 4 bytes a token instead of a second copy of every token's bytes).
+    by_bytes: Vec<u32>,
 }
 
 impl Vocab {
     /// A vocabulary where token `i` decodes to `tokens[i]`. When several tokens share bytes,
     /// [`Vocab::find`] returns the lowest id.
     pub fn new(tokens: Vec<Vec<u8>>, eos: Vec<u32>) -> Self {
-        let mut by_bytes = BTreeMap::new();
-        for (id, bytes) in tokens.iter().enumerate() {
-            by_bytes.entry(bytes.clone()).or_insert(id as u32);
-        }
+        let mut by_bytes: Vec<u32> = (0..tokens.len() as u32).collect();
+        // Stable: ids with the same bytes stay in id order.
+        by_bytes.sort_by(|&a, &b| tokens[a as usize].cmp(&tokens[b as usize]));
         Vocab {
             tokens,
             eos,
@@ -49,7 +49,11 @@ impl Vocab {
     }
     /// The lowest id whose bytes are exactly `bytes`.
     pub fn find(&self, bytes: &[u8]) -> Option<u32> {
-        self.by_bytes.get(bytes).copied()
+        let first = self
+            .by_bytes
+            .partition_point(|&id| self.tokens[id as usize].as_slice() < bytes);
+        let id = *self.by_bytes.get(first)?;
+        (self.tokens[id as usize] == bytes).then_some(id)
     }
 }
 
@@ -90,4 +94,43 @@ pub struct BuildContext<'a> {
     pub seed: u64,
     /// The vocabulary, when known.
     pub vocab: Option<&'a Vocab>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Vocab;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn find_gives_the_lowest_id_with_exactly_those_bytes() {
+        let tokens: Vec<Vec<u8>> = vec![
+            b"b".to_vec(),
+            b"ab".to_vec(),
+            b"a".to_vec(),
+            b"ab".to_vec(),
+            Vec::new(),
+            b"a".to_vec(),
+            b"abc".to_vec(),
+        ];
+        let vocab = Vocab::new(tokens.clone(), vec![0]);
+        assert_eq!(vocab.find(b"ab"), Some(1));
+        assert_eq!(vocab.find(b"a"), Some(2));
+        assert_eq!(vocab.find(b""), Some(4));
+        assert_eq!(vocab.find(b"abc"), Some(6));
+        assert_eq!(vocab.find(b"b"), Some(0));
+        assert_eq!(vocab.find(b"c"), None);
+        assert_eq!(vocab.find(b"abcd"), None);
+        assert_eq!(vocab.find(b"aa"), None);
+        // Against a linear scan, for every token and a few that are not there.
+        for bytes in tokens
+            .iter()
+            .map(Vec::as_slice)
+            .chain([&b"zz"[..], b"\xff"])
+        {
+            let scan = tokens.iter().position(|t| t == bytes).map(|i| i as u32);
+            assert_eq!(vocab.find(bytes), scan, "{bytes:?}");
+        }
+        assert_eq!(Vocab::new(Vec::new(), Vec::new()).find(b"a"), None);
+    }
 }

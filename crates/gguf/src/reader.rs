@@ -264,15 +264,16 @@ fn check_overlaps(path: &Path, tensors: &[TensorInfo]) -> Result<()> {
 }
 
 /// A GGUF file: its checked [`Header`] and its bytes (memory-mapped by
-/// [`GgufFile::open`]).
+/// [`GgufFile::open`]). A clone shares both (the metadata of a large vocabulary is megabytes
+/// of strings).
 #[derive(Clone)]
 pub struct GgufFile {
     path: PathBuf,
     storage: Storage,
     /// The same bytes as `storage` when they are a file map ([`GgufFile::release`]).
     map: Option<Arc<memmap2::Mmap>>,
-    header: Header,
-    by_name: HashMap<String, usize>,
+    header: Arc<Header>,
+    by_name: Arc<HashMap<String, usize>>,
 }
 
 impl std::fmt::Debug for GgufFile {
@@ -335,8 +336,8 @@ impl GgufFile {
             path,
             storage,
             map: None,
-            header,
-            by_name,
+            header: Arc::new(header),
+            by_name: Arc::new(by_name),
         })
     }
 
