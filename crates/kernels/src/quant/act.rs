@@ -23,6 +23,7 @@ use half::f16;
 
 use super::blocks::QK;
 use super::BLOCK_LANES;
+use crate::team::SendPtr;
 
 /// The vector lane block `j` (`< 8`) of a group lands in: lanes `0..4` hold the even blocks,
 /// `4..8` the odd ones.
@@ -76,7 +77,8 @@ pub(crate) struct ActRow<'a> {
 }
 
 impl Act {
-    /// Quantizes the `m` rows of `k` values in `x` (`k` a multiple of 32).
+    /// Quantizes the `m` rows of `k` values in `x` (`k` a multiple of 32); rows are split
+    /// between the kernels' team (each row's bytes are the same however they are split).
     pub(crate) fn new(x: &[f32], m: usize, k: usize) -> Act {
         let blocks = k / QK;
         let stride = blocks.div_ceil(BLOCK_LANES) * BLOCK_LANES;
@@ -87,23 +89,27 @@ impl Act {
             sum: vec![0; m * stride],
             qs: vec![0; m * stride * QK],
         };
-        let mut q = [0i8; QK];
-        for r in 0..m {
-            for b in 0..blocks {
-                let xs = &x[r * k + b * QK..r * k + (b + 1) * QK];
-                let (d, s, sum) = quantize_block(xs, &mut q);
-                let at = r * stride + lane_at(b);
-                // Rounded to `f16` below, all at once.
-                act.d[at] = d;
-                act.s[at] = s;
-                act.sum[at] = sum;
-                let qs = &mut act.qs[r * stride * QK..];
-                qs[qs_at(b, 0)..qs_at(b, 0) + 16].copy_from_slice(&q[..16]);
-                qs[qs_at(b, 16)..qs_at(b, 16) + 16].copy_from_slice(&q[16..]);
+        assert!(x.len() >= m * k, "Act::new: rows");
+        let wide = wide();
+        let (d, s) = (SendPtr(act.d.as_mut_ptr()), SendPtr(act.s.as_mut_ptr()));
+        let (sum, qs) = (SendPtr(act.sum.as_mut_ptr()), SendPtr(act.qs.as_mut_ptr()));
+        let rows_per_task = ROW_TASK_BLOCKS.div_ceil(blocks.max(1));
+        crate::team::for_each(m.div_ceil(rows_per_task), &|t| {
+            for r in t * rows_per_task..m.min((t + 1) * rows_per_task) {
+                let at = r * stride;
+                // SAFETY: row `r < m` of each array (`stride` lanes, `stride · 32` quants)
+                // lies inside it and only this task, the one holding `r`, touches it.
+                let row = unsafe {
+                    RowMut {
+                        d: std::slice::from_raw_parts_mut(d.get().add(at), stride),
+                        s: std::slice::from_raw_parts_mut(s.get().add(at), stride),
+                        sum: std::slice::from_raw_parts_mut(sum.get().add(at), stride),
+                        qs: std::slice::from_raw_parts_mut(qs.get().add(at * QK), stride * QK),
+                    }
+                };
+                quantize_row(&x[r * k..r * k + blocks * QK], row, wide);
             }
-        }
-        through_f16(&mut act.d);
-        through_f16(&mut act.s);
+        });
         act
     }
 
@@ -145,8 +151,57 @@ impl ActRow<'_> {
     }
 }
 
-/// One block: writes its quants to `q` and returns `(d_a, s_a, Σ q)`. (Written as independent
-/// lanes so the compiler vectorizes it; the maximum is the same in any order.)
+/// Blocks of activations a task of [`Act::new`] quantizes at least (a few microseconds).
+const ROW_TASK_BLOCKS: usize = 2048;
+
+/// One row of an [`Act`] being written.
+struct RowMut<'a> {
+    d: &'a mut [f32],
+    s: &'a mut [f32],
+    sum: &'a mut [i32],
+    qs: &'a mut [i8],
+}
+
+/// Whether this CPU quantizes with [`quantize_block_avx512`] (the same bytes as
+/// [`quantize_block`]).
+fn wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::Isa::Avx512.is_available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Quantizes one row's blocks (`x`: whole blocks) into `row`, on AVX-512 when `wide`.
+fn quantize_row(x: &[f32], row: RowMut<'_>, wide: bool) {
+    let mut q = [0i8; QK];
+    for (b, xs) in x.chunks_exact(QK).enumerate() {
+        let (d, s, sum) = if wide {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `wide` only where the CPU has AVX-512 (`wide()`); `xs` is 32 values.
+            unsafe {
+                quantize_block_avx512(xs, &mut q)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            quantize_block(xs, &mut q)
+        } else {
+            quantize_block(xs, &mut q)
+        };
+        let at = lane_at(b);
+        row.d[at] = through_f16(d);
+        row.s[at] = through_f16(s);
+        row.sum[at] = sum;
+        row.qs[qs_at(b, 0)..qs_at(b, 0) + 16].copy_from_slice(&q[..16]);
+        row.qs[qs_at(b, 16)..qs_at(b, 16) + 16].copy_from_slice(&q[16..]);
+    }
+}
+
+/// One block: writes its quants to `q` and returns `(d, d · Σ q, Σ q)`, `d` and `d · Σ q`
+/// not yet rounded to `f16`. (Written as independent lanes so the compiler vectorizes it;
+/// the maximum is the same in any order.)
 fn quantize_block(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
     let mut top = [0f32; 8];
     for c in x.chunks_exact(8) {
@@ -164,16 +219,61 @@ fn quantize_block(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
         *q = round_to_i8(v * id);
     }
     let sum: i32 = q.iter().map(|&v| i32::from(v)).sum();
-    // `d` and `d · Σ q`, not yet rounded to `f16` (`through_f16` does it).
     (d, sum as f32 * d, sum)
 }
 
-/// Rounds every value to the nearest `f16` (ties to even, as GGML's `GGML_FP32_TO_FP16`)
-/// and back.
-fn through_f16(v: &mut [f32]) {
-    for x in v {
-        *x = f16::from_f32(*x).to_f32();
+/// [`quantize_block`] with AVX-512, the same operations lane-wise: the same bytes.
+///
+/// # Safety
+/// AVX-512 F/BW/VL/DQ present; `x` holds 32 values and `q` 32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+unsafe fn quantize_block_avx512(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
+    use std::arch::x86_64::*;
+    assert!(x.len() >= QK && q.len() >= QK);
+    // SAFETY: 32 readable floats and 32 writable bytes (asserted); the features are the
+    // caller's.
+    unsafe {
+        let v = [
+            _mm512_loadu_ps(x.as_ptr()),
+            _mm512_loadu_ps(x.as_ptr().add(16)),
+        ];
+        // `vmaxps a, b` gives `b` when `a` is NaN: NaN is skipped, as the scalar loop does.
+        let zero = _mm512_setzero_ps();
+        let top = _mm512_max_ps(
+            _mm512_abs_ps(v[1]),
+            _mm512_max_ps(_mm512_abs_ps(v[0]), zero),
+        );
+        let amax = _mm512_reduce_max_ps(top);
+        let d = amax / 127.0;
+        let id = _mm512_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
+        let mut total = _mm512_setzero_si512();
+        for (h, &xv) in v.iter().enumerate() {
+            let y = _mm512_mul_ps(xv, id);
+            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(y, y);
+            let c = _mm512_min_ps(
+                _mm512_max_ps(y, _mm512_set1_ps(-128.0)),
+                _mm512_set1_ps(127.0),
+            );
+            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(c);
+            let frac = _mm512_sub_ps(c, t);
+            let one = _mm512_set1_ps(1.0);
+            let up = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(frac, _mm512_set1_ps(0.5));
+            let down = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(frac, _mm512_set1_ps(-0.5));
+            let r = _mm512_mask_sub_ps(_mm512_mask_add_ps(t, up, t, one), down, t, one);
+            // NaN rounds to 0, as `NaN as i32` does.
+            let i = _mm512_maskz_mov_epi32(!nan, _mm512_cvttps_epi32(r));
+            total = _mm512_add_epi32(total, i);
+            _mm_storeu_si128(q.as_mut_ptr().add(16 * h).cast(), _mm512_cvtepi32_epi8(i));
+        }
+        let sum = _mm512_reduce_add_epi32(total);
+        (d, sum as f32 * d, sum)
     }
+}
+
+/// `v` rounded to the nearest `f16` (ties to even, as GGML's `GGML_FP32_TO_FP16`) and back.
+fn through_f16(v: f32) -> f32 {
+    f16::from_f32(v).to_f32()
 }
 
 /// `v` rounded to the nearest integer, halves away from zero (C's `roundf`), saturated to
@@ -224,6 +324,82 @@ mod tests {
         ] {
             assert_eq!(round_to_i8(v), v.round() as i8, "{v}");
         }
+    }
+
+    /// The AVX-512 block quantizer writes the scalar one's bytes: random blocks, exact
+    /// ties (`amax = 127` makes `x / d` the values themselves), zeros, subnormals, huge
+    /// values, infinities and NaN.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn wide_blocks_equal_the_scalar_ones() {
+        if !wide() {
+            eprintln!("no AVX-512: wide quantizer not tested");
+            return;
+        }
+        let mut seed = 0x9E37_79B9u64;
+        let mut unit = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        };
+        let mut blocks: Vec<[f32; QK]> = Vec::new();
+        for scale in [1e-30f32, 1e-3, 1.0, 3.0e4, 3.0e38] {
+            for _ in 0..50 {
+                blocks.push(std::array::from_fn(|_| unit() * scale));
+            }
+        }
+        let ties: [f32; QK] = std::array::from_fn(|i| match i {
+            0 => 127.0,
+            1 => -127.0,
+            _ => (i as f32 - 16.0) + 0.5,
+        });
+        blocks.push(ties);
+        blocks.push(ties.map(|v| -v));
+        blocks.push([0.0; QK]);
+        blocks.push([-0.0; QK]);
+        blocks.push([1e-45; QK]);
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, -0.0];
+        for (i, &sp) in specials.iter().enumerate() {
+            let mut b: [f32; QK] = std::array::from_fn(|_| unit());
+            b[(7 * i) % QK] = sp;
+            blocks.push(b);
+            blocks.push([sp; QK]);
+        }
+        for x in &blocks {
+            let (mut q0, mut q1) = ([0i8; QK], [0i8; QK]);
+            let a = quantize_block(x, &mut q0);
+            // SAFETY: the CPU has AVX-512 (`wide`); 32 values and 32 quants.
+            let b = unsafe { quantize_block_avx512(x, &mut q1) };
+            assert_eq!(q0, q1, "{x:?}");
+            assert_eq!(a.2, b.2, "{x:?}");
+            for (u, v) in [(a.0, b.0), (a.1, b.1)] {
+                assert!(
+                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                    "{x:?}"
+                );
+            }
+        }
+        // A whole product's activations, split between threads or not: the same bytes.
+        let x: Vec<f32> = (0..300 * 96).map(|_| unit() * 3.0).collect();
+        let one = Act::new(&x, 300, 96);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let two = pool.install(|| Act::new(&x, 300, 96));
+        assert_eq!(one.qs, two.qs);
+        assert_eq!(one.sum, two.sum);
+        assert!(one
+            .d
+            .iter()
+            .zip(&two.d)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(one
+            .s
+            .iter()
+            .zip(&two.s)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     #[test]

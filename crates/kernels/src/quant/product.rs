@@ -19,9 +19,19 @@ const CHUNK: usize = 16;
 /// (`panel`): filling a panel costs about what a few rows of the tile kernel do.
 const PANEL_ROWS: usize = 8;
 
+/// Set by the timing tests to run the tile kernels where the panels would (the bits are the
+/// same either way).
+#[cfg(test)]
+pub(crate) static TILES_ONLY: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Whether `ty`'s product of `m` activation rows runs on the panel kernel (`panel`) with
 /// `kernel`; the bits are the same either way.
 fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool {
+    #[cfg(test)]
+    if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         kernel == Kernel::Avx512Vnni
@@ -79,12 +89,11 @@ pub(crate) unsafe fn product(
     } else {
         Act::default()
     };
-    let mut kact: Vec<BlockQ8K> = Vec::new();
-    if types.iter().any(|t| t.is_k()) {
-        for row in x.chunks_exact(k.max(1)).take(m) {
-            k::quantize_act(&row[..k], &mut kact);
-        }
-    }
+    let kact = if types.iter().any(|t| t.is_k()) {
+        k_act(x, m, k)
+    } else {
+        Vec::new()
+    };
     let rows: Vec<ActRow<'_>> = if legacy {
         (0..m).map(|r| act.row(r)).collect()
     } else {
@@ -190,4 +199,25 @@ pub(crate) unsafe fn product(
         }
     };
     crate::team::for_each(tasks.len(), &run);
+}
+
+/// The Q8_K blocks of the `m` activation rows (`k / 256` a row), rows split between the
+/// kernels' team (each block's bytes are the same however they are split).
+fn k_act(x: &[f32], m: usize, k: usize) -> Vec<BlockQ8K> {
+    let blocks = k / 256;
+    let mut out = vec![BlockQ8K::ZERO; m * blocks];
+    if blocks == 0 {
+        return out;
+    }
+    // About 256 blocks (a few tens of microseconds) a task.
+    let rows = 256usize.div_ceil(blocks);
+    crate::team::for_each_chunk(&mut out, rows * blocks, &|i, piece| {
+        for (r, row) in piece.chunks_exact_mut(blocks).enumerate() {
+            let at = (i * rows + r) * k;
+            let mut acts = Vec::with_capacity(blocks);
+            k::quantize_act(&x[at..at + k], &mut acts);
+            row.copy_from_slice(&acts);
+        }
+    });
+    out
 }

@@ -295,27 +295,50 @@ fn cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// `matmul_nt`'s speed on the same weight as [`speed`], 1 and 2 threads, beside bf16 (wall
-/// time, best of several; and for 1 thread the mean CPU time of this thread).
+/// `matmul_nt`'s speed (one thread; wall time, best of several, and the mean CPU time of
+/// this thread) at SmolLM2-135M's shapes — `[1536, 576]` for the legacy types, `[576, 1536]`
+/// for the K-quants — decode (1 row) and prefill (256 rows), on the tile kernels and on the
+/// panel kernels, beside bf16.
 #[test]
 #[ignore = "a timing, not a test"]
 fn speed_matmul() {
-    let (n, k) = (1536, 576);
-    let x: Vec<f32> = (0..256 * k).map(|i| (i as f32 * 0.37).sin()).collect();
-    let wf: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.013).cos()).collect();
-    let bf: Vec<u8> = wf
-        .iter()
-        .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
-        .collect();
-    let q = crate::Weights::quantize_f32(&wf, QuantType::Q4_0, n, k).unwrap();
-    let bview = crate::WeightView::new(&bf, crate::Dtype::Bf16, n, k).unwrap();
-    for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+    use std::sync::atomic::Ordering;
+    let tiles_only = &super::product::TILES_ONLY;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let types = [
+        QuantType::Q4_0,
+        QuantType::Q8_0,
+        QuantType::Q5_0,
+        QuantType::Q4_1,
+        QuantType::Q4K,
+        QuantType::Q6K,
+    ];
+    for (n, k) in [(1536, 576), (576, 1536)] {
+        let x: Vec<f32> = (0..256 * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let wf: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.013).cos()).collect();
+        let bf: Vec<u8> = wf
+            .iter()
+            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+            .collect();
+        let bview = crate::WeightView::new(&bf, crate::Dtype::Bf16, n, k).unwrap();
+        let quants: Vec<(QuantType, crate::Weights)> = types
+            .iter()
+            .filter(|t| k % t.block_len() == 0 && (t.is_k() == (k == 1536)))
+            .map(|&t| (t, crate::Weights::quantize_f32(&wf, t, n, k).unwrap()))
+            .collect();
         for m in [1, 256] {
-            for (name, view) in [("bf16", bview), ("q4_0", q.view())] {
+            let mut runs = vec![("bf16".to_string(), bview, false)];
+            for (t, q) in &quants {
+                runs.push((format!("{t} tiles"), q.view(), true));
+                if m > 1 {
+                    runs.push((format!("{t} panel"), q.view(), false));
+                }
+            }
+            for (name, view, tiles) in runs {
+                tiles_only.store(tiles, Ordering::Relaxed);
                 let mut out = vec![0f32; m * n];
                 let mut best = f64::MAX;
                 let reps = (2000 / m).max(20);
@@ -329,13 +352,14 @@ fn speed_matmul() {
                     (cpu_ns() - c) as f64 / reps as f64
                 });
                 eprintln!(
-                    "{name} m {m} {threads} threads: best {:.1} us, cpu {:.1} us",
+                    "[{n}, {k}] m {m} {name}: best {:.1} us, cpu {:.1} us",
                     best * 1e6,
                     cpu * 1e-3
                 );
             }
         }
     }
+    tiles_only.store(false, Ordering::Relaxed);
 }
 
 /// How long quantizing 256 activation rows of 576 takes.
