@@ -19,8 +19,9 @@
 //! signed activations): Q4_0's, Q5_0's and Q8_0's (`w ^ 0x80`) offsets come back out through
 //! the activation block's `Σ q`, with which each block's integer sum starts.
 //!
-//! The panel is filled with gathers (one 32-bit word of each of the 16 rows at a time): its
-//! cost is paid once per 16 weight rows and shared by every activation row of the product.
+//! The panel is filled by loading 16 bytes of each of the 16 rows and transposing them
+//! ([`transpose16x4`]; the scales with a gather): its cost is paid once per 16 weight rows
+//! and shared by every activation row of the product.
 //!
 //! # Safety
 //! As the other kernels: the entry points run only on a CPU with AVX-512 F/BW/VL and VNNI,
@@ -105,10 +106,12 @@ unsafe fn fill_t<const T: u8>(w: &[u8], rows: usize, panel: &mut Panel) {
         "panel::fill: rows"
     );
     panel.rows = rows;
-    // SAFETY: every gather reads 4 bytes at `row · rb + b · bs + o` with `row < rows`,
-    // `b < blocks` and `o + 4 ≤ bs`: inside `w` (asserted); the features are the caller's.
+    // SAFETY: every gather reads 4 bytes, every transpose 16, at `row · rb + b · bs + o`
+    // with `row < rows`, `b < blocks` and `o + 4 ≤ bs` (`o + 16 ≤ bs`): inside `w`
+    // (asserted); the features are the caller's.
     unsafe {
-        let row_at: [i32; PANEL] = std::array::from_fn(|j| (j.min(rows - 1) * rb) as i32);
+        let row_bytes: [usize; PANEL] = std::array::from_fn(|j| j.min(rows - 1) * rb);
+        let row_at: [i32; PANEL] = row_bytes.map(|r| r as i32);
         let rows_v = _mm512_loadu_si512(row_at.as_ptr().cast());
         let base = w.as_ptr();
         let nib = _mm512_set1_epi8(0x0F);
@@ -125,19 +128,23 @@ unsafe fn fill_t<const T: u8>(w: &[u8], rows: usize, panel: &mut Panel) {
                 regs[9] = _mm512_castps_si512(_mm512_cvtph_ps(m));
             }
             let o = qs_offset(T);
+            let at = |o: usize| row_bytes.map(|r| r + b * bs + o);
             if T == Q8_0 {
-                for (e, r) in regs[..8].iter_mut().enumerate() {
-                    *r = _mm512_xor_si512(word(o + 4 * e), _mm512_set1_epi8(-128));
+                for h in 0..2 {
+                    let words = transpose16x4(base, &at(o + 16 * h));
+                    for (e, v) in words.into_iter().enumerate() {
+                        regs[4 * h + e] = _mm512_xor_si512(v, _mm512_set1_epi8(-128));
+                    }
                 }
                 continue;
             }
+            let words = transpose16x4(base, &at(o));
             let qh = if T == Q5_0 || T == Q5_1 {
                 word(if T == Q5_0 { 2 } else { 4 })
             } else {
                 _mm512_setzero_si512()
             };
-            for e in 0..4 {
-                let g = word(o + 4 * e);
+            for (e, &g) in words.iter().enumerate() {
                 let mut lo = _mm512_and_si512(g, nib);
                 let mut hi = _mm512_and_si512(_mm512_srli_epi32(g, 4), nib);
                 if T == Q5_0 || T == Q5_1 {
@@ -148,6 +155,42 @@ unsafe fn fill_t<const T: u8>(w: &[u8], rows: usize, panel: &mut Panel) {
                 regs[4 + e] = hi;
             }
         }
+    }
+}
+
+/// The 16 bytes at `base + at[j]` for each row `j < 16`, as 4 registers: lane `j` of
+/// register `e` holds bytes `4e .. 4e + 4` of row `j`'s 16 (16 loads and a transpose, far
+/// cheaper than 4 gathers).
+///
+/// # Safety
+/// AVX-512F enabled; every `base + at[j]` readable for 16 bytes.
+#[inline(always)]
+pub(crate) unsafe fn transpose16x4(base: *const u8, at: &[usize; PANEL]) -> [__m512i; 4] {
+    // SAFETY: the 16 loads are the caller's readable bytes; the rest is register-only.
+    unsafe {
+        let row = |j: usize| _mm_loadu_si128(base.add(at[j]).cast());
+        // z[k]: rows 4k .. 4k + 4, one per 128-bit lane.
+        let z: [__m512i; 4] = std::array::from_fn(|k| {
+            let lo = _mm256_inserti128_si256(_mm256_castsi128_si256(row(4 * k)), row(4 * k + 1), 1);
+            let hi =
+                _mm256_inserti128_si256(_mm256_castsi128_si256(row(4 * k + 2)), row(4 * k + 3), 1);
+            _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)
+        });
+        // A 4 × 4 transpose of words within each 128-bit lane `i`: t[e] then holds word `e`
+        // of rows `i, 4 + i, 8 + i, 12 + i` in lane `i`.
+        let a = _mm512_unpacklo_epi32(z[0], z[1]);
+        let b = _mm512_unpackhi_epi32(z[0], z[1]);
+        let c = _mm512_unpacklo_epi32(z[2], z[3]);
+        let d = _mm512_unpackhi_epi32(z[2], z[3]);
+        let t = [
+            _mm512_unpacklo_epi64(a, c),
+            _mm512_unpackhi_epi64(a, c),
+            _mm512_unpacklo_epi64(b, d),
+            _mm512_unpackhi_epi64(b, d),
+        ];
+        // Position `4i + k` holds row `4k + i`: put it at `4k + i`.
+        let idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        t.map(|v| _mm512_permutexvar_epi32(idx, v))
     }
 }
 

@@ -19,6 +19,7 @@ use std::arch::x86_64::*;
 use super::common::unpack_scale_min_k4;
 use super::q8k::BlockQ8K;
 use super::{q4k, q6k};
+use crate::quant::panel::transpose16x4;
 use crate::quant::QuantType;
 
 /// Weight rows a panel holds: one per 32-bit lane of a 512-bit register.
@@ -99,18 +100,13 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
     );
     panel.rows = rows;
     let row = |j: usize| j.min(rows - 1);
-    // SAFETY: every gather reads 4 bytes at `row · rb + b · bs + o` with `row < rows`,
-    // `b < blocks` and `o + 4 ≤ bs`: inside `w` (asserted); the features are the caller's.
+    // SAFETY: every transpose reads 16 bytes at `row · rb + b · bs + o` with `row < rows`,
+    // `b < blocks` and `o + 16 ≤ bs`: inside `w` (asserted); the features are the caller's.
     unsafe {
-        let row_at: [i32; PANEL] = std::array::from_fn(|j| (row(j) * rb) as i32);
-        let rows_v = lanes(&row_at);
+        let row_bytes: [usize; PANEL] = std::array::from_fn(|j| row(j) * rb);
         let base = w.as_ptr();
         let nib = _mm512_set1_epi8(0x0F);
         for b in 0..panel.blocks {
-            let word = |o: usize| {
-                let at = _mm512_add_epi32(rows_v, _mm512_set1_epi32((b * bs + o) as i32));
-                _mm512_i32gather_epi32::<1>(at, base.cast())
-            };
             let block = |j: usize| &w[row(j) * rb + b * bs..row(j) * rb + (b + 1) * bs];
             let regs = &mut panel.regs[b * panel.per_block..(b + 1) * panel.per_block];
             let half = |j: usize, at: usize| u16::from_le_bytes([block(j)[at], block(j)[at + 1]]);
@@ -118,10 +114,19 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                 let h: [i32; PANEL] = std::array::from_fn(|j| i32::from(half(j, at)));
                 _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(lanes(&h))))
             };
+            // Bytes `o .. o + 32` of the 16 rows' blocks as 8 words a lane.
+            let words32 = |o: usize| {
+                let at = |o: usize| row_bytes.map(|r| r + b * bs + o);
+                let (lo, hi) = (
+                    transpose16x4(base, &at(o)),
+                    transpose16x4(base, &at(o + 16)),
+                );
+                [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+            };
             if ty == QuantType::Q4K {
                 for c in 0..4 {
-                    for e in 0..8 {
-                        let g = word(q4k::QS + 32 * c + 4 * e);
+                    let words = words32(q4k::QS + 32 * c);
+                    for (e, &g) in words.iter().enumerate() {
                         regs[16 * c + e] = _mm512_and_si512(g, nib);
                         regs[16 * c + 8 + e] = _mm512_and_si512(_mm512_srli_epi32(g, 4), nib);
                     }
@@ -142,9 +147,11 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
             } else {
                 let mask2 = _mm512_set1_epi8(0x03);
                 for h in 0..2 {
+                    let (ql0, ql1) = (words32(64 * h), words32(64 * h + 32));
+                    let qhs = words32(q6k::QH + 32 * h);
                     for l in (0..32).step_by(4) {
-                        let ql = [word(64 * h + l), word(64 * h + 32 + l)];
-                        let qh = word(q6k::QH + 32 * h + l);
+                        let ql = [ql0[l / 4], ql1[l / 4]];
+                        let qh = qhs[l / 4];
                         for g in 0..4 {
                             let low = if g < 2 {
                                 _mm512_and_si512(ql[g % 2], nib)
