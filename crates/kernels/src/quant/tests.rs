@@ -295,8 +295,8 @@ fn cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// `matmul_nt`'s speed (one thread; wall time, best of several, and the mean CPU time of
-/// this thread) at SmolLM2-135M's shapes — `[1536, 576]` for the legacy types, `[576, 1536]`
+/// `matmul_nt`'s speed (1 and 2 threads; wall time, best of several, and the mean CPU time
+/// of the calling thread) at SmolLM2-135M's shapes — `[1536, 576]` for the legacy types, `[576, 1536]`
 /// for the K-quants — decode (1 row) and prefill (256 rows), on the tile kernels and on the
 /// panel kernels, beside bf16.
 #[test]
@@ -304,10 +304,15 @@ fn cpu_ns() -> u64 {
 fn speed_matmul() {
     use std::sync::atomic::Ordering;
     let tiles_only = &super::product::TILES_ONLY;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
+    let pools: Vec<rayon::ThreadPool> = [1, 2]
+        .map(|t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        })
+        .into_iter()
+        .collect();
     let types = [
         QuantType::Q4_0,
         QuantType::Q8_0,
@@ -337,8 +342,12 @@ fn speed_matmul() {
                     runs.push((format!("{t} panel"), q.view(), false));
                 }
             }
-            for (name, view, tiles) in runs {
+            for ((name, view, tiles), pool) in runs
+                .into_iter()
+                .flat_map(|r| pools.iter().map(move |p| (r.clone(), p)))
+            {
                 tiles_only.store(tiles, Ordering::Relaxed);
+                let threads = pool.current_num_threads();
                 let mut out = vec![0f32; m * n];
                 let mut best = f64::MAX;
                 let reps = (2000 / m).max(20);
@@ -352,7 +361,7 @@ fn speed_matmul() {
                     (cpu_ns() - c) as f64 / reps as f64
                 });
                 eprintln!(
-                    "[{n}, {k}] m {m} {name}: best {:.1} us, cpu {:.1} us",
+                    "[{n}, {k}] m {m} {name} {threads} threads: best {:.1} us, cpu {:.1} us",
                     best * 1e6,
                     cpu * 1e-3
                 );
