@@ -82,7 +82,7 @@ def tokens(x: Any, what: str = "history") -> np.ndarray:
     a = np.asarray(x)
     if a.size == 0:
         return np.zeros(a.shape, dtype=np.uint32)
-    if not np.issubdtype(a.dtype, np.integer):
+    if a.dtype.kind not in "iu":  # signed or unsigned integers (not bool)
         raise TypeError(f"{what} must be integer token ids, got dtype {a.dtype}")
     if a.dtype != np.uint32:
         lo, hi = int(a.min()), int(a.max())
