@@ -50,7 +50,16 @@ fn every_isa_thread_count_and_batch_gives_the_same_bits() {
                 assert_eq!(bits(&all), bits(&want), "{ty} {isa:?} {threads} threads");
                 // Row by row (decode) and in odd-sized batches, below and above the rows
                 // from which prefill's panel kernels take over: the same bits.
-                for (start, len) in [(0, 1), (3, 1), (1, 5), (6, 5), (2, 9), (0, 8)] {
+                for (start, len) in [
+                    (0, 1),
+                    (3, 1),
+                    (4, 2),
+                    (7, 3),
+                    (1, 5),
+                    (6, 5),
+                    (2, 9),
+                    (0, 8),
+                ] {
                     let mut part = vec![0f32; len * n];
                     let rows = &x[start * k..(start + len) * k];
                     pool.install(|| {

@@ -16,8 +16,37 @@ use crate::{split, Isa, WeightView};
 const CHUNK: usize = 16;
 
 /// Activation rows from which a legacy product on AVX-512 VNNI takes the panel kernel
-/// (`panel`): filling a panel costs about what a few rows of the tile kernel do.
-const PANEL_ROWS: usize = 8;
+/// (`panel`); a K-quant (`k::panel`), whose panels cost more to fill, from
+/// `PANEL_ROWS_K`. Decode (one row) stays on the tile kernels, which read each weight once
+/// without unpacking it anywhere. (`quant::tests::speed_matmul`, `[1536, 576]` Q4_0: 2 rows
+/// 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q4_K/Q6_K: even at 2 rows, the panel
+/// ahead from 4.)
+const PANEL_ROWS: usize = 2;
+/// See [`PANEL_ROWS`].
+const PANEL_ROWS_K: usize = 4;
+
+/// Whether `ty`'s product of `m` activation rows runs on the panel kernel (`panel`) with
+/// `kernel`; the bits are the same either way.
+fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool {
+    #[cfg(test)]
+    if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        kernel == Kernel::Avx512Vnni
+            && if ty.is_k() {
+                m >= PANEL_ROWS_K && k::panel::takes(ty, row_bytes)
+            } else {
+                m >= PANEL_ROWS && super::panel::fits(row_bytes)
+            }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (kernel, ty, m, row_bytes);
+        false
+    }
+}
 
 /// Tasks of a product on the panel kernels: as many as keep each one about
 /// `PANEL_TASK_NS` of work (one panel or a few), so the threads finish together (the
@@ -39,30 +68,6 @@ fn panel_tasks(m: usize, n: usize, k: usize) -> usize {
 #[cfg(test)]
 pub(crate) static TILES_ONLY: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
-
-/// Whether `ty`'s product of `m` activation rows runs on the panel kernel (`panel`) with
-/// `kernel`; the bits are the same either way.
-fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool {
-    #[cfg(test)]
-    if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        kernel == Kernel::Avx512Vnni
-            && m >= PANEL_ROWS
-            && if ty.is_k() {
-                k::panel::takes(ty, row_bytes)
-            } else {
-                super::panel::fits(row_bytes)
-            }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (kernel, ty, m, row_bytes);
-        false
-    }
-}
 
 /// One quantized product: the weight, its bias and where its `[m, n]` output goes.
 struct Job<'a, 'w> {

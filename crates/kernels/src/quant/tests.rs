@@ -334,7 +334,7 @@ fn speed_matmul() {
             .filter(|t| k % t.block_len() == 0 && (t.is_k() == (k == 1536)))
             .map(|&t| (t, crate::Weights::quantize_f32(&wf, t, n, k).unwrap()))
             .collect();
-        for m in [1, 256] {
+        for m in [1, 2, 4, 256] {
             let mut runs = vec![("bf16".to_string(), bview, false)];
             for (t, q) in &quants {
                 runs.push((format!("{t} tiles"), q.view(), true));

@@ -16,7 +16,6 @@
 
 use std::arch::x86_64::*;
 
-use super::common::unpack_scale_min_k4;
 use super::q8k::BlockQ8K;
 use super::{q4k, q6k};
 use crate::quant::panel::transpose16x4;
@@ -131,16 +130,30 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                         regs[16 * c + 8 + e] = _mm512_and_si512(_mm512_srli_epi32(g, 4), nib);
                     }
                 }
-                let unpacked: [([u8; 8], [u8; 8]); PANEL] =
-                    std::array::from_fn(|j| unpack_scale_min_k4(q4k::scale_bytes(block(j))));
+                // `unpack_scale_min_k4` lane-wise on the 12 scale bytes (words 0..3).
+                let q = transpose16x4(base, &row_bytes.map(|r| r + b * bs + q4k::SCALES));
+                let (a0, a1, a2) = (q[0], q[1], q[2]);
+                let c3f = _mm512_set1_epi8(0x3f);
+                let c0f = _mm512_set1_epi8(0x0f);
+                let c30 = _mm512_set1_epi8(0x30);
+                let sc_lo = _mm512_and_si512(a0, c3f);
+                let m_lo = _mm512_and_si512(a1, c3f);
+                let sc_hi = _mm512_or_si512(
+                    _mm512_and_si512(a2, c0f),
+                    _mm512_and_si512(_mm512_srli_epi32(a0, 2), c30),
+                );
+                let m_hi = _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi32(a2, 4), c0f),
+                    _mm512_and_si512(_mm512_srli_epi32(a1, 2), c30),
+                );
                 for s in 0..8 {
-                    let sc: [i32; PANEL] = std::array::from_fn(|j| i32::from(unpacked[j].0[s]));
-                    let mp: [i32; PANEL] = std::array::from_fn(|j| {
-                        let m = i32::from(unpacked[j].1[s]);
-                        m | (m << 16)
-                    });
-                    regs[64 + s] = lanes(&sc);
-                    regs[72 + s] = lanes(&mp);
+                    let (sc, m) = if s < 4 { (sc_lo, m_lo) } else { (sc_hi, m_hi) };
+                    let byte = _mm_cvtsi32_si128(8 * (s % 4) as i32);
+                    let ff = _mm512_set1_epi32(0xFF);
+                    let sc = _mm512_and_si512(_mm512_srl_epi32(sc, byte), ff);
+                    let m = _mm512_and_si512(_mm512_srl_epi32(m, byte), ff);
+                    regs[64 + s] = sc;
+                    regs[72 + s] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
                 }
                 regs[80] = halves(0);
                 regs[81] = halves(2);
@@ -168,15 +181,20 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                         }
                     }
                 }
-                let sc = |j: usize, s: usize| i32::from(block(j)[q6k::SCALES + s] as i8);
+                // The 16 signed scales, sign-extended from the transposed bytes.
+                let q = transpose16x4(base, &row_bytes.map(|r| r + b * bs + q6k::SCALES));
+                let sc: [__m512i; 16] = std::array::from_fn(|s| {
+                    let up = _mm512_sll_epi32(q[s / 4], _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32));
+                    _mm512_srai_epi32(up, 24)
+                });
                 for s in 0..16 {
-                    let v: [i32; PANEL] = std::array::from_fn(|j| sc(j, s));
-                    regs[64 + s] = lanes(&v);
+                    regs[64 + s] = sc[s];
                 }
                 for t in 0..8 {
-                    let v: [i32; PANEL] =
-                        std::array::from_fn(|j| (sc(j, 2 * t) & 0xFFFF) | (sc(j, 2 * t + 1) << 16));
-                    regs[80 + t] = lanes(&v);
+                    regs[80 + t] = _mm512_or_si512(
+                        _mm512_and_si512(sc[2 * t], _mm512_set1_epi32(0xFFFF)),
+                        _mm512_slli_epi32(sc[2 * t + 1], 16),
+                    );
                 }
                 regs[88] = halves(q6k::D);
             }
