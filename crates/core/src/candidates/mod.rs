@@ -401,9 +401,22 @@ impl Candidates {
         }
     }
 
-    /// Whether some candidate has a finite logit.
+    /// Whether some candidate has a finite logit. Free when the largest logit is known (after
+    /// loading) or the candidates are sorted; otherwise a read in blocks, so that a row
+    /// masked but for its last tokens (a grammar's mask) costs one vectorized pass, not one
+    /// comparison per logit.
     pub fn has_finite(&self) -> bool {
-        self.logits.iter().any(|&x| x > f32::NEG_INFINITY)
+        if let Some(max) = self.max {
+            return max > f32::NEG_INFINITY;
+        }
+        if self.sorted {
+            return self.logits.first().is_some_and(|&x| x > f32::NEG_INFINITY);
+        }
+        self.logits.chunks(256).any(|block| {
+            block
+                .iter()
+                .fold(false, |seen, &x| seen | (x > f32::NEG_INFINITY))
+        })
     }
 
     /// Marks candidate `i` as the chosen token.

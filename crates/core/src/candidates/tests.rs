@@ -370,3 +370,38 @@ fn keep_top_is_exact_when_edits_leave_too_few_above_the_load_hint() {
     c.keep_top(60);
     assert_eq!(pairs(&c), top_by_sorting(&logits, 60));
 }
+
+#[test]
+fn has_finite_holds_through_loads_edits_and_cuts() {
+    let n = 5000;
+    let mut row = vec![f32::NEG_INFINITY; n];
+    assert!(!Candidates::from_logits(&row).has_finite());
+    row[n - 1] = 0.5;
+    let mut c = Candidates::from_logits(&row);
+    assert!(c.has_finite(), "only the last is finite");
+    c.set_logit(n - 1, f32::NEG_INFINITY);
+    assert!(!c.has_finite(), "its one finite logit masked");
+    c.logits_mut()[1234] = -3.0;
+    assert!(
+        c.has_finite(),
+        "an edit through logits_mut (no known maximum)"
+    );
+    c.logits_mut()[1234] = f32::NEG_INFINITY;
+    assert!(!c.has_finite());
+    let mut c = Candidates::from_logits(&row);
+    c.keep_top(40);
+    assert_eq!(c.len(), 1);
+    assert!(c.has_finite(), "sorted after keep_top");
+    for len in [1, 255, 256, 257, 1000] {
+        for at in [0, len / 2, len - 1] {
+            let mut r = vec![f32::NEG_INFINITY; len];
+            let mut c = Candidates::from_logits(&r);
+            c.logits_mut();
+            assert!(!c.has_finite(), "{len} masked");
+            r[at] = f32::MIN;
+            let mut c = Candidates::from_logits(&r);
+            c.logits_mut();
+            assert!(c.has_finite(), "{len}, finite at {at}");
+        }
+    }
+}
