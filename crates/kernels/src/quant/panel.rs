@@ -274,6 +274,8 @@ pub(crate) unsafe fn multiply(
 ///
 /// # Safety
 /// As [`multiply`], with its features enabled; `rows.len() == R`.
+// The lane classes index the rows' sums (`class[r][c]`) in the loops' order.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn tile_t<const T: u8, const R: usize>(
     panel: &Panel,
@@ -348,6 +350,7 @@ unsafe fn tile_t<const T: u8, const R: usize>(
             (1u16 << lanes) - 1
         };
         let bias = bias.map(|b| _mm512_maskz_loadu_ps(mask, b.as_ptr()));
+        // The contract's tree over each row's 8 class sums.
         for (r, a) in class.iter().enumerate() {
             let t = _mm512_add_ps(
                 _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])),

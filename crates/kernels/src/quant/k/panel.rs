@@ -187,9 +187,7 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                     let up = _mm512_sll_epi32(q[s / 4], _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32));
                     _mm512_srai_epi32(up, 24)
                 });
-                for s in 0..16 {
-                    regs[64 + s] = sc[s];
-                }
+                regs[64..80].copy_from_slice(&sc);
                 for t in 0..8 {
                     regs[80 + t] = _mm512_or_si512(
                         _mm512_and_si512(sc[2 * t], _mm512_set1_epi32(0xFFFF)),
@@ -293,6 +291,8 @@ unsafe fn bsum_pair(a: &BlockQ8K, t: usize) -> __m512i {
 ///
 /// # Safety
 /// As [`multiply`], with its features enabled; `acts.len() == R · blocks`.
+// The lane classes index the rows' sums (`class[r][c]`) in the loops' order.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn tile_t<const Q6: bool, const R: usize>(
     panel: &Panel,
@@ -368,6 +368,7 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
             (1u16 << lanes) - 1
         };
         let bias = bias.map(|b| _mm512_maskz_loadu_ps(mask, b.as_ptr()));
+        // The contract's tree over each row's 8 class sums.
         for (r, a) in class.iter().enumerate() {
             let t = _mm512_add_ps(
                 _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])),
