@@ -179,17 +179,7 @@ fn wide() -> bool {
 fn quantize_row(x: &[f32], row: RowMut<'_>, wide: bool) {
     let mut q = [0i8; QK];
     for (b, xs) in x.chunks_exact(QK).enumerate() {
-        let (d, s, sum) = if wide {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` only where the CPU has AVX-512 (`wide()`); `xs` is 32 values.
-            unsafe {
-                quantize_block_avx512(xs, &mut q)
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            quantize_block(xs, &mut q)
-        } else {
-            quantize_block(xs, &mut q)
-        };
+        let (d, s, sum) = quantize_one(xs, &mut q, wide);
         let at = lane_at(b);
         row.d[at] = through_f16(d);
         row.s[at] = through_f16(s);
@@ -197,6 +187,18 @@ fn quantize_row(x: &[f32], row: RowMut<'_>, wide: bool) {
         row.qs[qs_at(b, 0)..qs_at(b, 0) + 16].copy_from_slice(&q[..16]);
         row.qs[qs_at(b, 16)..qs_at(b, 16) + 16].copy_from_slice(&q[16..]);
     }
+}
+
+/// One block ([`quantize_block`]'s bytes), on AVX-512 when `wide`.
+#[inline(always)]
+fn quantize_one(x: &[f32], q: &mut [i8], wide: bool) -> (f32, f32, i32) {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` only where the CPU has AVX-512 (`wide()`); `x` and `q` are 32 long.
+        return unsafe { quantize_block_avx512(x, q) };
+    }
+    let _ = wide;
+    quantize_block(x, q)
 }
 
 /// One block: writes its quants to `q` and returns `(d, d · Σ q, Σ q)`, `d` and `d · Σ q`

@@ -43,7 +43,7 @@ fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (kernel, ty, m, row_bytes);
+        let _ = (kernel, ty, m, row_bytes, PANEL_ROWS, PANEL_ROWS_K);
         false
     }
 }
