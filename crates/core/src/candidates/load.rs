@@ -10,7 +10,7 @@ use super::Candidates;
 use crate::math;
 
 /// Lanes of the running maximum and sum: those of [`math::max_if_clean`].
-const LANES: usize = 32;
+const LANES: usize = math::max::MAX_LANES;
 
 /// Values copied per block: a multiple of [`LANES`] (so every block but the last splits into
 /// whole lane rows, as the whole row does) small enough to stay in the first-level cache
@@ -59,31 +59,11 @@ impl Candidates {
         }
         self.reset_dense();
         if clean {
-            self.max = Some(fold_max(acc, tail));
+            self.max = Some(math::max::fold_max(acc, tail));
             self.reached_by_32 = Some(reached_by_32);
         }
         bad
     }
-}
-
-/// The largest of the lanes and the tail: the lanes folded pairwise, then the tail, in the
-/// order [`math::max_if_clean`] folds them (so the sign of a zero maximum is the same).
-fn fold_max(mut acc: [f32; LANES], tail: &[f32]) -> f32 {
-    let mut width = LANES / 2;
-    while width > 0 {
-        for i in 0..width {
-            let other = acc[i + width];
-            acc[i] = if other > acc[i] { other } else { acc[i] };
-        }
-        width /= 2;
-    }
-    let mut m = acc[0];
-    for &x in tail {
-        if x > m {
-            m = x;
-        }
-    }
-    m
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::LANES;
 
 /// Lanes of [`max`]: four independent 8-wide chains, so the loop is bound by loads rather than
 /// by the latency of one chain of comparisons.
-const MAX_LANES: usize = 32;
+pub(crate) const MAX_LANES: usize = 32;
 
 /// How a logit is read into [`Candidates`](crate::Candidates) (on load, on `set_logit`, and
 /// when a plugin hands candidates back): NaN as `-inf` (a masked token), `+inf` as
@@ -62,9 +62,11 @@ pub fn max_if_clean(xs: &[f32]) -> Option<(f32, f32)> {
     (clean || xs.iter().all(|&x| x < f32::INFINITY)).then(|| (fold_max(acc, tail), reached_by_32))
 }
 
-/// The largest of the lanes and the tail: the lanes folded pairwise (each step vectorizes).
+/// The largest of the lanes and the tail: the lanes folded pairwise (each step vectorizes),
+/// then the tail in order. Shared with the one-pass load (`Candidates::load_checked_from`),
+/// so the two find the same maximum, down to the sign of a zero.
 #[inline(always)]
-fn fold_max(mut acc: [f32; MAX_LANES], tail: &[f32]) -> f32 {
+pub(crate) fn fold_max(mut acc: [f32; MAX_LANES], tail: &[f32]) -> f32 {
     let mut width = MAX_LANES / 2;
     while width > 0 {
         for i in 0..width {

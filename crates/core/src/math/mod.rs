@@ -15,7 +15,7 @@
 //! `scan.rs` (threshold scans, with their AVX2 kernels).
 
 mod exp;
-mod max;
+pub(crate) mod max;
 mod scan;
 mod weights;
 

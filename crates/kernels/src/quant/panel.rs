@@ -343,14 +343,35 @@ unsafe fn tile_t<const T: u8, const R: usize>(
                 class[r][c] = acc[r];
             }
         }
-        let lanes = panel.rows;
-        let mask: __mmask16 = if lanes >= PANEL {
-            0xFFFF
-        } else {
-            (1u16 << lanes) - 1
-        };
+        store_rows(&class, panel.rows, bias, out, n);
+    }
+}
+
+/// Writes a panel's outputs for each of the `R` activation rows: the contract's tree over the
+/// row's 8 class sums (`((c0+c1)+(c2+c3))+((c4+c5)+(c6+c7))`), then the bias, stored at
+/// `out + r·n` for the panel's first `lanes` weight rows only. Shared by the legacy and the
+/// K-quant panels.
+///
+/// # Safety
+/// AVX-512F; `out + r·n` is writable for `lanes` floats for every `r < R`; `bias`, when
+/// given, holds at least `lanes` values.
+#[inline(always)]
+pub(crate) unsafe fn store_rows<const R: usize>(
+    class: &[[__m512; 8]; R],
+    lanes: usize,
+    bias: Option<&[f32]>,
+    out: *mut f32,
+    n: usize,
+) {
+    let mask: __mmask16 = if lanes >= PANEL {
+        0xFFFF
+    } else {
+        (1u16 << lanes) - 1
+    };
+    // SAFETY: the masked loads and stores touch the caller's `lanes` floats only; the rest is
+    // register-only.
+    unsafe {
         let bias = bias.map(|b| _mm512_maskz_loadu_ps(mask, b.as_ptr()));
-        // The contract's tree over each row's 8 class sums.
         for (r, a) in class.iter().enumerate() {
             let t = _mm512_add_ps(
                 _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])),

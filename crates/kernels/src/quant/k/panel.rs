@@ -18,7 +18,7 @@ use std::arch::x86_64::*;
 
 use super::q8k::BlockQ8K;
 use super::{q4k, q6k};
-use crate::quant::panel::transpose16x4;
+use crate::quant::panel::{store_rows, transpose16x4};
 use crate::quant::QuantType;
 
 /// Weight rows a panel holds: one per 32-bit lane of a 512-bit register.
@@ -361,24 +361,6 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
                 class[r][c] = acc[r];
             }
         }
-        let lanes = panel.rows;
-        let mask: __mmask16 = if lanes >= PANEL {
-            0xFFFF
-        } else {
-            (1u16 << lanes) - 1
-        };
-        let bias = bias.map(|b| _mm512_maskz_loadu_ps(mask, b.as_ptr()));
-        // The contract's tree over each row's 8 class sums.
-        for (r, a) in class.iter().enumerate() {
-            let t = _mm512_add_ps(
-                _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])),
-                _mm512_add_ps(_mm512_add_ps(a[4], a[5]), _mm512_add_ps(a[6], a[7])),
-            );
-            let v = match bias {
-                Some(bv) => _mm512_add_ps(t, bv),
-                None => t,
-            };
-            _mm512_mask_storeu_ps(out.add(r * n), mask, v);
-        }
+        store_rows(&class, panel.rows, bias, out, n);
     }
 }
