@@ -319,6 +319,7 @@ fn speed_matmul() {
         QuantType::Q5_0,
         QuantType::Q4_1,
         QuantType::Q4K,
+        QuantType::Q5K,
         QuantType::Q6K,
     ];
     for (n, k) in [(1536, 576), (576, 1536)] {

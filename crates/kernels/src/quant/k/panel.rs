@@ -1,9 +1,10 @@
-//! Prefill's kernel for Q4_K and Q6_K on AVX-512 VNNI: the legacy types' panel scheme
+//! Prefill's kernel for Q4_K, Q5_K and Q6_K on AVX-512 VNNI: the legacy types' panel scheme
 //! (`quant::panel`) for super-blocks of 256. [`PANEL`] weight rows are unpacked once into a
-//! scratch panel whose 32-bit lane `j` holds row `j`'s levels (4 elements a lane, unsigned),
+//! scratch panel whose 32-bit lane `j` holds row `j`'s levels (4 elements a lane, unsigned;
+//! Q5_K's are Q4_K's nibbles with the fifth bit from `qh` put in, so the two share the rest),
 //! so a sub-block's exact level products for 16 rows are a few `vpdpbusd` against broadcast
 //! words of the Q8_K block, with no reduction; the scales multiply in lane-wise (`vpmulld`),
-//! and the `bsums` terms (Q4_K's mins, Q6_K's `+ 32` offset) are `vpdpwssd` of the scales or
+//! and the `bsums` terms (Q4_K/Q5_K's mins, Q6_K's `+ 32` offset) are `vpdpwssd` of the scales or
 //! mins, stored as 16-bit pairs, against the broadcast `bsums` pairs. Then each lane
 //! evaluates the type's float formula (`common::contribution[_min]`, each product rounded, no
 //! fma) and accumulates its row's block contributions in [`crate::quant::sum_blocks`]' order
@@ -17,7 +18,7 @@
 use std::arch::x86_64::*;
 
 use super::q8k::BlockQ8K;
-use super::{q4k, q6k};
+use super::{q4k, q5k, q6k};
 use crate::quant::panel::{store_rows, transpose16x4};
 use crate::quant::QuantType;
 
@@ -27,14 +28,14 @@ pub(crate) const PANEL: usize = 16;
 /// Activation rows one pass over a panel serves.
 const ROWS: usize = 4;
 
-/// Q4_K registers a super-block: 64 of levels (`[sub-block][word]`), 8 scales, 8 min pairs,
-/// `d`, `dmin`.
+/// Q4_K (and Q5_K) registers a super-block: 64 of levels (`[sub-block][word]`), 8 scales,
+/// 8 min pairs, `d`, `dmin`.
 const Q4K_REGS: usize = 82;
 /// Q6_K registers a super-block: 64 of levels (`[sub-block][word]`, 16 sub-blocks of 4
 /// words), 16 scales, 8 scale pairs, `d`.
 const Q6K_REGS: usize = 89;
 
-/// The unpacked levels and scales of up to [`PANEL`] Q4_K or Q6_K weight rows.
+/// The unpacked levels and scales of up to [`PANEL`] Q4_K, Q5_K or Q6_K weight rows.
 pub(crate) struct Panel {
     /// The registers of each super-block, one after the other.
     regs: Vec<__m512i>,
@@ -48,20 +49,16 @@ pub(crate) struct Panel {
 
 /// Whether the panel kernel takes weights of type `ty` with `row_bytes` a row.
 pub(crate) fn takes(ty: QuantType, row_bytes: usize) -> bool {
-    matches!(ty, QuantType::Q4K | QuantType::Q6K)
+    matches!(ty, QuantType::Q4K | QuantType::Q5K | QuantType::Q6K)
         && row_bytes
             .checked_mul(PANEL + 1)
             .is_some_and(|b| b <= i32::MAX as usize)
 }
 
 impl Panel {
-    /// An empty panel for `ty` (Q4_K or Q6_K) rows of `blocks` super-blocks.
+    /// An empty panel for `ty` (Q4_K, Q5_K or Q6_K) rows of `blocks` super-blocks.
     pub(crate) fn new(ty: QuantType, blocks: usize) -> Panel {
-        let per_block = if ty == QuantType::Q4K {
-            Q4K_REGS
-        } else {
-            Q6K_REGS
-        };
+        let per_block = regs_per_block(ty);
         // SAFETY: an all-zero `__m512i` is a valid value.
         let zero = unsafe { std::mem::zeroed::<__m512i>() };
         Panel {
@@ -70,6 +67,15 @@ impl Panel {
             blocks,
             rows: 0,
         }
+    }
+}
+
+/// Registers a super-block of `ty`: Q6_K's layout, or Q4_K's (which Q5_K shares).
+fn regs_per_block(ty: QuantType) -> usize {
+    if ty == QuantType::Q6K {
+        Q6K_REGS
+    } else {
+        Q4K_REGS
     }
 }
 
@@ -122,15 +128,39 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                 );
                 [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
             };
-            if ty == QuantType::Q4K {
+            if ty != QuantType::Q6K {
+                let five = ty == QuantType::Q5K;
+                let qs = if five { q5k::QS } else { q4k::QS };
+                // Q5_K: the fifth bit of sub-block `s`'s element at `l` is bit `s` of `qh[l]`.
+                let qh = if five {
+                    words32(q5k::QH)
+                } else {
+                    [_mm512_setzero_si512(); 8]
+                };
+                let one = _mm512_set1_epi8(0x01);
+                let fifth = |e: usize, s: usize| {
+                    let bit = _mm512_srl_epi32(qh[e], _mm_cvtsi32_si128(s as i32));
+                    _mm512_slli_epi32(_mm512_and_si512(bit, one), 4)
+                };
                 for c in 0..4 {
-                    let words = words32(q4k::QS + 32 * c);
+                    let words = words32(qs + 32 * c);
                     for (e, &g) in words.iter().enumerate() {
-                        regs[16 * c + e] = _mm512_and_si512(g, nib);
-                        regs[16 * c + 8 + e] = _mm512_and_si512(_mm512_srli_epi32(g, 4), nib);
+                        let (lo, hi) = (
+                            _mm512_and_si512(g, nib),
+                            _mm512_and_si512(_mm512_srli_epi32(g, 4), nib),
+                        );
+                        (regs[16 * c + e], regs[16 * c + 8 + e]) = if five {
+                            (
+                                _mm512_or_si512(lo, fifth(e, 2 * c)),
+                                _mm512_or_si512(hi, fifth(e, 2 * c + 1)),
+                            )
+                        } else {
+                            (lo, hi)
+                        };
                     }
                 }
-                // `unpack_scale_min_k4` lane-wise on the 12 scale bytes (words 0..3).
+                // `unpack_scale_min_k4` lane-wise on the 12 scale bytes (words 0..3), at the
+                // same offset in Q4_K and Q5_K.
                 let q = transpose16x4(base, &row_bytes.map(|r| r + b * bs + q4k::SCALES));
                 let (a0, a1, a2) = (q[0], q[1], q[2]);
                 let c3f = _mm512_set1_epi8(0x3f);
@@ -246,19 +276,15 @@ pub(crate) unsafe fn multiply(
     }
     assert_eq!(
         panel.per_block,
-        if ty == QuantType::Q4K {
-            Q4K_REGS
-        } else {
-            Q6K_REGS
-        },
+        regs_per_block(ty),
         "k::panel::multiply: type"
     );
     // SAFETY: forwarded contract.
     unsafe {
-        if ty == QuantType::Q4K {
-            tiles::<false>(panel, acts, bias, out, n);
-        } else {
+        if ty == QuantType::Q6K {
             tiles::<true>(panel, acts, bias, out, n);
+        } else {
+            tiles::<false>(panel, acts, bias, out, n);
         }
     }
 }
@@ -331,7 +357,8 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
                         isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(t[r], sc));
                     }
                 }
-                // Q4_K: Σ m_s · bsums of s; Q6_K: Σ sc_s · bsums_s (the `+ 32` to take out).
+                // Q4_K/Q5_K: Σ m_s · bsums of s; Q6_K: Σ sc_s · bsums_s (the `+ 32` to take
+                // out).
                 let pairs = if Q6 { 80 } else { 72 };
                 let mut extra = [_mm512_setzero_si512(); R];
                 for t in 0..8 {
