@@ -318,6 +318,8 @@ fn speed_matmul() {
         QuantType::Q8_0,
         QuantType::Q5_0,
         QuantType::Q4_1,
+        QuantType::Q2K,
+        QuantType::Q3K,
         QuantType::Q4K,
         QuantType::Q5K,
         QuantType::Q6K,

@@ -8,7 +8,7 @@
 //! | `search` | the per-sub-block scale searches of llama.cpp's quantizers |
 //! | `common` | `f16` fields, `nearest_int`, the 6-bit scale packings |
 //! | `avx2`, `avx512` | the integer sums of a block with SIMD (`vpmaddubsw`/`vpmaddwd`; AVX-512 adds VNNI `vpdpwssd` where present), 8 blocks' sums reduced together and the float formula lane-wise; up to 4 activation rows per unpacked weight block ([`dot_rows`]) |
-//! | `panel` | prefill's AVX-512 VNNI kernel for Q4_K, Q5_K and Q6_K: 16 weight rows unpacked once, lanes across rows |
+//! | `panel` | prefill's AVX-512 VNNI kernel for every K-quant: 16 weight rows unpacked once, lanes across rows |
 //! | `golden/` | llama.cpp's own bytes and dot products for the tests, with the sources that made them |
 //!
 //! # Bits

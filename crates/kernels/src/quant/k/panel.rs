@@ -1,11 +1,12 @@
-//! Prefill's kernel for Q4_K, Q5_K and Q6_K on AVX-512 VNNI: the legacy types' panel scheme
+//! Prefill's kernel for the K-quants on AVX-512 VNNI: the legacy types' panel scheme
 //! (`quant::panel`) for super-blocks of 256. [`PANEL`] weight rows are unpacked once into a
 //! scratch panel whose 32-bit lane `j` holds row `j`'s levels (4 elements a lane, unsigned;
-//! Q5_K's are Q4_K's nibbles with the fifth bit from `qh` put in, so the two share the rest),
-//! so a sub-block's exact level products for 16 rows are a few `vpdpbusd` against broadcast
-//! words of the Q8_K block, with no reduction; the scales multiply in lane-wise (`vpmulld`),
-//! and the `bsums` terms (Q4_K/Q5_K's mins, Q6_K's `+ 32` offset) are `vpdpwssd` of the scales or
-//! mins, stored as 16-bit pairs, against the broadcast `bsums` pairs. Then each lane
+//! Q5_K's are Q4_K's nibbles with the fifth bit from `qh` put in, so the two share the rest;
+//! Q3_K's are `q + 4`, its `hmask` bit put in as the third bit), so a sub-block's exact level
+//! products for 16 rows are a few `vpdpbusd` against broadcast words of the Q8_K block, with
+//! no reduction; the scales multiply in lane-wise (`vpmulld`), and the `bsums` terms (the
+//! mins of Q2_K, Q4_K and Q5_K; the `+ 32` of Q6_K and the `+ 4` of Q3_K) are `vpdpwssd` of
+//! the mins or scales, stored as 16-bit pairs, against the broadcast `bsums` pairs. Then each lane
 //! evaluates the type's float formula (`common::contribution[_min]`, each product rounded, no
 //! fma) and accumulates its row's block contributions in [`crate::quant::sum_blocks`]' order
 //! (the blocks of lane class `c ≡ b mod 8` in increasing order, the fixed tree over the 8
@@ -18,7 +19,7 @@
 use std::arch::x86_64::*;
 
 use super::q8k::BlockQ8K;
-use super::{q4k, q5k, q6k};
+use super::{q2k, q3k, q4k, q5k, q6k};
 use crate::quant::panel::{store_rows, transpose16x4};
 use crate::quant::QuantType;
 
@@ -31,11 +32,32 @@ const ROWS: usize = 4;
 /// Q4_K (and Q5_K) registers a super-block: 64 of levels (`[sub-block][word]`), 8 scales,
 /// 8 min pairs, `d`, `dmin`.
 const Q4K_REGS: usize = 82;
-/// Q6_K registers a super-block: 64 of levels (`[sub-block][word]`, 16 sub-blocks of 4
-/// words), 16 scales, 8 scale pairs, `d`.
+/// Q6_K (and Q3_K) registers a super-block: 64 of levels (`[sub-block][word]`, 16
+/// sub-blocks of 4 words), 16 scales, 8 scale pairs, `d`.
 const Q6K_REGS: usize = 89;
+/// Q2_K registers a super-block: Q6_K's, with 8 min pairs for the scale pairs, then `dmin`.
+const Q2K_REGS: usize = 90;
 
-/// The unpacked levels and scales of up to [`PANEL`] Q4_K, Q5_K or Q6_K weight rows.
+/// The kernel's variants ([`kind`]): 8 sub-blocks with mins (Q4_K, Q5_K).
+const EIGHT_MINS: u8 = 0;
+/// 16 signed sub-blocks, levels stored `+ 32` (Q6_K).
+const SIXTEEN_32: u8 = 1;
+/// 16 signed sub-blocks, levels stored `+ 4` (Q3_K).
+const SIXTEEN_4: u8 = 2;
+/// 16 sub-blocks with mins (Q2_K).
+const SIXTEEN_MINS: u8 = 3;
+
+/// The kernel variant of `ty` (a type [`takes`] accepts).
+fn kind(ty: QuantType) -> u8 {
+    match ty {
+        QuantType::Q6K => SIXTEEN_32,
+        QuantType::Q3K => SIXTEEN_4,
+        QuantType::Q2K => SIXTEEN_MINS,
+        _ => EIGHT_MINS,
+    }
+}
+
+/// The unpacked levels and scales of up to [`PANEL`] K-quant weight rows.
 pub(crate) struct Panel {
     /// The registers of each super-block, one after the other.
     regs: Vec<__m512i>,
@@ -49,14 +71,16 @@ pub(crate) struct Panel {
 
 /// Whether the panel kernel takes weights of type `ty` with `row_bytes` a row.
 pub(crate) fn takes(ty: QuantType, row_bytes: usize) -> bool {
-    matches!(ty, QuantType::Q4K | QuantType::Q5K | QuantType::Q6K)
-        && row_bytes
-            .checked_mul(PANEL + 1)
-            .is_some_and(|b| b <= i32::MAX as usize)
+    matches!(
+        ty,
+        QuantType::Q2K | QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K
+    ) && row_bytes
+        .checked_mul(PANEL + 1)
+        .is_some_and(|b| b <= i32::MAX as usize)
 }
 
 impl Panel {
-    /// An empty panel for `ty` (Q4_K, Q5_K or Q6_K) rows of `blocks` super-blocks.
+    /// An empty panel for `ty` (a type [`takes`] accepts) rows of `blocks` super-blocks.
     pub(crate) fn new(ty: QuantType, blocks: usize) -> Panel {
         let per_block = regs_per_block(ty);
         // SAFETY: an all-zero `__m512i` is a valid value.
@@ -70,13 +94,37 @@ impl Panel {
     }
 }
 
-/// Registers a super-block of `ty`: Q6_K's layout, or Q4_K's (which Q5_K shares).
+/// Registers a super-block of `ty`.
 fn regs_per_block(ty: QuantType) -> usize {
-    if ty == QuantType::Q6K {
-        Q6K_REGS
-    } else {
-        Q4K_REGS
+    match kind(ty) {
+        EIGHT_MINS => Q4K_REGS,
+        SIXTEEN_MINS => Q2K_REGS,
+        _ => Q6K_REGS,
     }
+}
+
+/// Stores 16 sub-block scales (`regs[64..80]`) and their 16-bit pairs (`regs[80..88]`).
+///
+/// # Safety
+/// AVX-512F enabled; `regs` holds at least 88 registers.
+#[inline(always)]
+unsafe fn put_scales16(regs: &mut [__m512i], sc: &[__m512i; 16]) {
+    regs[64..80].copy_from_slice(sc);
+    // SAFETY: register-only; the feature is the caller's.
+    unsafe {
+        for t in 0..8 {
+            regs[80 + t] = _mm512_or_si512(
+                _mm512_and_si512(sc[2 * t], _mm512_set1_epi32(0xFFFF)),
+                _mm512_slli_epi32(sc[2 * t + 1], 16),
+            );
+        }
+    }
+}
+
+/// The register of 16-sub-block level words holding element `e` (a multiple of 4).
+#[inline(always)]
+fn word16(e: usize) -> usize {
+    4 * (e / 16) + (e % 16) / 4
 }
 
 /// 16 `i32` (one per lane) as a register.
@@ -128,7 +176,7 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                 );
                 [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
             };
-            if ty != QuantType::Q6K {
+            if kind(ty) == EIGHT_MINS {
                 let five = ty == QuantType::Q5K;
                 let qs = if five { q5k::QS } else { q4k::QS };
                 // Q5_K: the fifth bit of sub-block `s`'s element at `l` is bit `s` of `qh[l]`.
@@ -187,7 +235,7 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                 }
                 regs[80] = halves(0);
                 regs[81] = halves(2);
-            } else {
+            } else if ty == QuantType::Q6K {
                 let mask2 = _mm512_set1_epi8(0x03);
                 for h in 0..2 {
                     let (ql0, ql1) = (words32(64 * h), words32(64 * h + 32));
@@ -205,8 +253,7 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                                 _mm512_srl_epi32(qh, _mm_cvtsi32_si128(2 * g as i32)),
                                 mask2,
                             );
-                            let e = 128 * h + 32 * g + l;
-                            regs[4 * (e / 16) + (e % 16) / 4] =
+                            regs[word16(128 * h + 32 * g + l)] =
                                 _mm512_or_si512(low, _mm512_slli_epi32(top, 4));
                         }
                     }
@@ -217,14 +264,76 @@ pub(crate) unsafe fn fill(ty: QuantType, w: &[u8], rows: usize, panel: &mut Pane
                     let up = _mm512_sll_epi32(q[s / 4], _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32));
                     _mm512_srai_epi32(up, 24)
                 });
-                regs[64..80].copy_from_slice(&sc);
-                for t in 0..8 {
-                    regs[80 + t] = _mm512_or_si512(
-                        _mm512_and_si512(sc[2 * t], _mm512_set1_epi32(0xFFFF)),
-                        _mm512_slli_epi32(sc[2 * t + 1], 16),
-                    );
-                }
+                put_scales16(regs, &sc);
                 regs[88] = halves(q6k::D);
+            } else if ty == QuantType::Q3K {
+                // `q + 4` = the 2 low bits, plus 4 where bit `e / 32` of `hmask[e % 32]` is set.
+                let hm = words32(0);
+                let (three, one) = (_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x01));
+                for h in 0..2 {
+                    let qs = words32(q3k::QS + 32 * h);
+                    for (w, (&q, &hb)) in qs.iter().zip(&hm).enumerate() {
+                        for g in 0..4 {
+                            let by = |v: __m512i, k: usize| {
+                                _mm512_srl_epi32(v, _mm_cvtsi32_si128(k as i32))
+                            };
+                            let low = _mm512_and_si512(by(q, 2 * g), three);
+                            let high = _mm512_and_si512(by(hb, 4 * h + g), one);
+                            regs[word16(128 * h + 32 * g + 4 * w)] =
+                                _mm512_or_si512(low, _mm512_slli_epi32(high, 2));
+                        }
+                    }
+                }
+                // `unpack_scales_q3k` lane-wise. The 12 scale bytes end 2 bytes before the
+                // block does: loaded from 2 bytes earlier (so the load stays in the block),
+                // then each word put together from two halves.
+                let q = transpose16x4(base, &row_bytes.map(|r| r + b * bs + q3k::SCALES - 2));
+                let join = |k: usize| {
+                    _mm512_or_si512(_mm512_srli_epi32(q[k], 16), _mm512_slli_epi32(q[k + 1], 16))
+                };
+                let (a0, a1, t) = (join(0), join(1), join(2));
+                let (low4, low2) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x03));
+                let top = |k: u32| {
+                    let v = _mm512_srl_epi32(t, _mm_cvtsi32_si128(k as i32));
+                    _mm512_slli_epi32(_mm512_and_si512(v, low2), 4)
+                };
+                let words = [
+                    _mm512_or_si512(_mm512_and_si512(a0, low4), top(0)),
+                    _mm512_or_si512(_mm512_and_si512(a1, low4), top(2)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a0, 4), low4), top(4)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a1, 4), low4), top(6)),
+                ];
+                let sc: [__m512i; 16] = std::array::from_fn(|s| {
+                    let v = _mm512_srl_epi32(words[s / 4], _mm_cvtsi32_si128(8 * (s % 4) as i32));
+                    let biased = _mm512_and_si512(v, _mm512_set1_epi32(0xFF));
+                    _mm512_sub_epi32(biased, _mm512_set1_epi32(32))
+                });
+                put_scales16(regs, &sc);
+                regs[88] = halves(q3k::D);
+            } else {
+                // Q2_K: 2-bit levels; scale bytes (at 0) hold the scale low, the min high.
+                let three = _mm512_set1_epi8(0x03);
+                for h in 0..2 {
+                    let qs = words32(q2k::QS + 32 * h);
+                    for (w, &q) in qs.iter().enumerate() {
+                        for g in 0..4 {
+                            let low = _mm512_srl_epi32(q, _mm_cvtsi32_si128(2 * g as i32));
+                            regs[word16(128 * h + 32 * g + 4 * w)] = _mm512_and_si512(low, three);
+                        }
+                    }
+                }
+                let q = transpose16x4(base, &row_bytes.map(|r| r + b * bs));
+                let f = _mm512_set1_epi32(0x0F);
+                let byte =
+                    |s: usize| _mm512_srl_epi32(q[s / 4], _mm_cvtsi32_si128(8 * (s % 4) as i32));
+                let sc: [__m512i; 16] = std::array::from_fn(|s| _mm512_and_si512(byte(s), f));
+                let m: [__m512i; 16] =
+                    std::array::from_fn(|s| _mm512_and_si512(_mm512_srli_epi32(byte(s), 4), f));
+                // Scales here, then the mins' pairs where the 16-bit scale pairs would be.
+                put_scales16(regs, &m);
+                regs[64..80].copy_from_slice(&sc);
+                regs[88] = halves(q2k::D);
+                regs[89] = halves(q2k::D + 2);
             }
         }
     }
@@ -252,7 +361,7 @@ pub(crate) unsafe fn multiply(
     /// # Safety
     /// As `multiply`.
     #[inline(always)]
-    unsafe fn tiles<const Q6: bool>(
+    unsafe fn tiles<const K: u8>(
         panel: &Panel,
         acts: &[BlockQ8K],
         bias: Option<&[f32]>,
@@ -266,10 +375,10 @@ pub(crate) unsafe fn multiply(
                 let out = out.add(i * ROWS * n);
                 match tile.len() / nb {
                     0 => {}
-                    1 => tile_t::<Q6, 1>(panel, tile, bias, out, n),
-                    2 => tile_t::<Q6, 2>(panel, tile, bias, out, n),
-                    3 => tile_t::<Q6, 3>(panel, tile, bias, out, n),
-                    _ => tile_t::<Q6, ROWS>(panel, tile, bias, out, n),
+                    1 => tile_t::<K, 1>(panel, tile, bias, out, n),
+                    2 => tile_t::<K, 2>(panel, tile, bias, out, n),
+                    3 => tile_t::<K, 3>(panel, tile, bias, out, n),
+                    _ => tile_t::<K, ROWS>(panel, tile, bias, out, n),
                 }
             }
         }
@@ -281,10 +390,11 @@ pub(crate) unsafe fn multiply(
     );
     // SAFETY: forwarded contract.
     unsafe {
-        if ty == QuantType::Q6K {
-            tiles::<true>(panel, acts, bias, out, n);
-        } else {
-            tiles::<false>(panel, acts, bias, out, n);
+        match kind(ty) {
+            SIXTEEN_32 => tiles::<SIXTEEN_32>(panel, acts, bias, out, n),
+            SIXTEEN_4 => tiles::<SIXTEEN_4>(panel, acts, bias, out, n),
+            SIXTEEN_MINS => tiles::<SIXTEEN_MINS>(panel, acts, bias, out, n),
+            _ => tiles::<EIGHT_MINS>(panel, acts, bias, out, n),
         }
     }
 }
@@ -320,7 +430,7 @@ unsafe fn bsum_pair(a: &BlockQ8K, t: usize) -> __m512i {
 // The lane classes index the rows' sums (`class[r][c]`) in the loops' order.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-unsafe fn tile_t<const Q6: bool, const R: usize>(
+unsafe fn tile_t<const K: u8, const R: usize>(
     panel: &Panel,
     acts: &[BlockQ8K],
     bias: Option<&[f32]>,
@@ -341,8 +451,9 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
                 let p = regs.add(b * panel.per_block);
                 let a: [&BlockQ8K; R] = std::array::from_fn(|r| acts.get_unchecked(r * nb + b));
                 let mut isum = [_mm512_setzero_si512(); R];
-                let subs = if Q6 { 16 } else { 8 };
-                let words = if Q6 { 4 } else { 8 };
+                let wide = K != EIGHT_MINS;
+                let subs = if wide { 16 } else { 8 };
+                let words = if wide { 4 } else { 8 };
                 for s in 0..subs {
                     let mut t = [_mm512_setzero_si512(); R];
                     for e in 0..words {
@@ -357,9 +468,9 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
                         isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(t[r], sc));
                     }
                 }
-                // Q4_K/Q5_K: Σ m_s · bsums of s; Q6_K: Σ sc_s · bsums_s (the `+ 32` to take
-                // out).
-                let pairs = if Q6 { 80 } else { 72 };
+                // With mins: Σ m_s · bsums of s; Q6_K, Q3_K: Σ sc_s · bsums_s (the `+ 32` or
+                // `+ 4` to take out).
+                let pairs = if wide { 80 } else { 72 };
                 let mut extra = [_mm512_setzero_si512(); R];
                 for t in 0..8 {
                     let wv = *p.add(pairs + t);
@@ -367,14 +478,20 @@ unsafe fn tile_t<const Q6: bool, const R: usize>(
                         extra[r] = _mm512_dpwssd_epi32(extra[r], wv, bsum_pair(a[r], t));
                     }
                 }
-                let d = _mm512_castsi512_ps(*p.add(if Q6 { 88 } else { 80 }));
+                let at_d = if wide { 88 } else { 80 };
+                let d = _mm512_castsi512_ps(*p.add(at_d));
                 for r in 0..R {
                     let ad = _mm512_set1_ps(a[r].d);
-                    let cb = if Q6 {
-                        let i = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(extra[r], 5));
+                    let cb = if K == SIXTEEN_32 || K == SIXTEEN_4 {
+                        let off = if K == SIXTEEN_32 {
+                            _mm512_slli_epi32(extra[r], 5)
+                        } else {
+                            _mm512_slli_epi32(extra[r], 2)
+                        };
+                        let i = _mm512_sub_epi32(isum[r], off);
                         _mm512_mul_ps(_mm512_mul_ps(ad, d), _mm512_cvtepi32_ps(i))
                     } else {
-                        let dmin = _mm512_castsi512_ps(*p.add(81));
+                        let dmin = _mm512_castsi512_ps(*p.add(at_d + 1));
                         let v = _mm512_mul_ps(_mm512_mul_ps(ad, d), _mm512_cvtepi32_ps(isum[r]));
                         let m =
                             _mm512_mul_ps(_mm512_mul_ps(ad, dmin), _mm512_cvtepi32_ps(extra[r]));

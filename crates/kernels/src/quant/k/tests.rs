@@ -348,7 +348,7 @@ fn several_activation_rows_give_each_rows_bits() {
     }
 }
 
-/// The prefill panel kernel (AVX-512 VNNI, Q4_K, Q5_K and Q6_K, 16 weight rows across the lanes)
+/// The prefill panel kernel (AVX-512 VNNI, every K-quant, 16 weight rows across the lanes)
 /// gives the scalar reference's bits for every output: 1, 6 and 9 super-blocks a row (lane
 /// classes with one, none and two blocks), panels of 1 to 16 rows (lanes past them
 /// unwritten), 1 to 9 activation rows with edge values, with and without a bias.
@@ -361,7 +361,13 @@ fn panel_kernel_gives_the_reference_bits() {
         return;
     }
     let mut rng = Rng(0x2468_ace1);
-    for ty in [QuantType::Q4K, QuantType::Q5K, QuantType::Q6K] {
+    for ty in [
+        QuantType::Q2K,
+        QuantType::Q3K,
+        QuantType::Q4K,
+        QuantType::Q5K,
+        QuantType::Q6K,
+    ] {
         for nblocks in [1usize, 6, 9] {
             let rb = nblocks * ty.block_bytes();
             assert!(takes(ty, rb));
