@@ -19,8 +19,8 @@ const CHUNK: usize = 16;
 /// (`panel`); a K-quant (`k::panel`), whose panels cost more to fill, from
 /// `PANEL_ROWS_K`. Decode (one row) stays on the tile kernels, which read each weight once
 /// without unpacking it anywhere. (`quant::tests::speed_matmul`, `[1536, 576]` Q4_0: 2 rows
-/// 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q4_K/Q6_K: even at 2 rows, the panel
-/// ahead from 4.)
+/// 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q2_K–Q6_K: even at 2 rows, the panel
+/// ahead from 4, on one thread and, with the work shared, on two.)
 const PANEL_ROWS: usize = 2;
 /// See [`PANEL_ROWS`].
 const PANEL_ROWS_K: usize = 4;
@@ -130,7 +130,9 @@ pub(crate) unsafe fn product(
         let n = job.w.n();
         if n > 0 {
             let t = if threads > 1 && panel_path(kernel, types[i], m, job.w.row_bytes()) {
-                panel_tasks(m, n, k)
+                // At least one panel per thread while there are panels enough: a short
+                // product (a few rows) is still shared.
+                panel_tasks(m, n, k).max(threads.min(n.div_ceil(16)))
             } else {
                 split::tasks(m, n, k, job.w.row_bytes(), threads)
             };
