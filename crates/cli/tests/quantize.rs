@@ -6,8 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{fixture_model, ok, ok_json, sieve};
-use serde_json::Value;
+use common::{fixture_model, logits, ok, sieve};
 
 /// llama.cpp's F16 conversion of a tiny random Llama (`tests/fixtures/gguf/llama`), with its
 /// tokenizer.
@@ -16,21 +15,6 @@ fn llama_f16() -> String {
     let file = models.parent().unwrap().parent().unwrap();
     let file = file.join("gguf").join("llama").join("llama-F16.gguf");
     file.to_str().unwrap().to_string()
-}
-
-/// Every position's logits of `model` for the ids 1..=6, with `extra` flags.
-fn logits(model: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "logits",
-        "--model",
-        model,
-        "--tokens",
-        "1,2,3,4,5,6",
-        "--all-positions",
-        "--json",
-    ];
-    args.extend(extra);
-    ok_json(&args)["logits"].clone()
 }
 
 fn path_str(p: &Path) -> &str {

@@ -7,26 +7,11 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{fixture_model, ok, ok_json, sieve};
+use common::{fixture_model, logits, ok, sieve};
 use serde_json::Value;
 
 fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// Every position's logits of `model` for the ids 1..=6, with `extra` flags.
-fn logits(model: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "logits",
-        "--model",
-        model,
-        "--tokens",
-        "1,2,3,4,5,6",
-        "--all-positions",
-        "--json",
-    ];
-    args.extend(extra);
-    ok_json(&args)["logits"].clone()
 }
 
 #[test]

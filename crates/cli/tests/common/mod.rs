@@ -72,3 +72,18 @@ pub fn fixture_model(name: &str) -> String {
     .collect();
     dir.to_str().expect("a UTF-8 path").to_string()
 }
+
+/// Every position's logits of `model` for the ids 1..=6, with `extra` flags.
+pub fn logits(model: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "logits",
+        "--model",
+        model,
+        "--tokens",
+        "1,2,3,4,5,6",
+        "--all-positions",
+        "--json",
+    ];
+    args.extend(extra);
+    ok_json(&args)["logits"].clone()
+}
