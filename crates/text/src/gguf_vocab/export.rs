@@ -16,6 +16,9 @@
 //!  tokenizer_config.json ─► bos/eos/unk/pad tokens (else generation_config / config ids)
 //! ```
 //!
+//! The post-processor's template is read in `export/template.rs`, the scores of a `llama`
+//! vocabulary made in `export/scores.rs`.
+//!
 //! **Scores of a `llama` vocabulary.** llama.cpp merges the adjacent pair whose concatenation
 //! is the token of highest score; Hugging Face merges the pair of lowest merge rank. The score
 //! written for a token is minus the rank of the first merge that makes it, so the two agree
@@ -27,6 +30,9 @@
 //! merges with a space in a token, added tokens that strip spaces or match single words, a
 //! post-processor other than a template of one token before and one after the text, token
 //! ids past the model's vocabulary, and the text steps `export_pre.rs` refuses.
+
+mod scores;
+mod template;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -405,160 +411,6 @@ impl Builder<'_> {
             .ok_or_else(|| self.error(field, format!("{text:?} is not a token")))
     }
 
-    /// The tokens the post-processor adds before and after the text: `(BOS, EOS)`.
-    fn template(&self, ids: &HashMap<&str, u32>) -> Result<(Option<u32>, Option<u32>)> {
-        let mut bos = None;
-        let mut eos = None;
-        let post = match self.json.get("post_processor") {
-            None | Some(Json::Null) => return Ok((None, None)),
-            Some(p) => p,
-        };
-        let steps: Vec<&Json> = match post.get("processors").and_then(Json::as_array) {
-            Some(list) => list.iter().collect(),
-            None => vec![post],
-        };
-        for step in steps {
-            match step.get("type").and_then(Json::as_str).unwrap_or("?") {
-                "ByteLevel" => {}
-                "TemplateProcessing" => {
-                    let single = step
-                        .get("single")
-                        .and_then(Json::as_array)
-                        .map(Vec::as_slice)
-                        .unwrap_or_default();
-                    let special = |piece: &Json| -> Option<String> {
-                        Some(piece.get("SpecialToken")?.get("id")?.as_str()?.to_string())
-                    };
-                    let is_a = |piece: &Json| {
-                        piece
-                            .get("Sequence")
-                            .and_then(|s| s.get("id"))
-                            .and_then(Json::as_str)
-                            == Some("A")
-                    };
-                    let Some(at) = single.iter().position(is_a) else {
-                        return Err(
-                            self.error("post_processor.single", "a template without the text ($A)")
-                        );
-                    };
-                    let (before, after) = (&single[..at], &single[at + 1..]);
-                    if before.len() > 1 || after.len() > 1 {
-                        return Err(self.error(
-                            "post_processor.single",
-                            "more than one token before or after the text: GGUF adds at most \
-                             BOS before and EOS after",
-                        ));
-                    }
-                    let token = |piece: &Json| -> Result<u32> {
-                        let name = special(piece).ok_or_else(|| {
-                            self.error("post_processor.single", "a piece that is not a token")
-                        })?;
-                        let text = step
-                            .get("special_tokens")
-                            .and_then(|s| s.get(&name))
-                            .and_then(|s| s.get("tokens"))
-                            .and_then(Json::as_array)
-                            .map(|t| t.iter().filter_map(Json::as_str).collect::<Vec<_>>());
-                        match text.as_deref() {
-                            Some([one]) => self.id_of(ids, "post_processor", one),
-                            None => self.id_of(ids, "post_processor", &name),
-                            Some(_) => Err(self.error(
-                                "post_processor.special_tokens",
-                                format!("{name:?} stands for other than one token"),
-                            )),
-                        }
-                    };
-                    bos = before.first().map(token).transpose()?;
-                    eos = after.first().map(token).transpose()?;
-                }
-                other => {
-                    return Err(self.error(
-                        "post_processor",
-                        format!("{other:?}: GGUF states only BOS and EOS around the text"),
-                    ))
-                }
-            }
-        }
-        Ok((bos, eos))
-    }
-
-    /// The scores of a SentencePiece-style vocabulary: minus the rank of the first merge
-    /// making each token; tokens no merge makes score below every merge.
-    fn scores(
-        &self,
-        tokens: &[String],
-        types: &[i32],
-        merges: &[(String, String)],
-    ) -> Result<Vec<f32>> {
-        let ids: HashMap<&str, usize> = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.as_str(), i))
-            .collect();
-        let mut first: Vec<Option<usize>> = vec![None; tokens.len()];
-        let mut made: HashSet<(&str, &str)> = HashSet::with_capacity(merges.len());
-        let mut last_made: Option<usize> = None;
-        for (rank, (l, r)) in merges.iter().enumerate() {
-            let Some(&t) = ids.get(format!("{l}{r}").as_str()) else {
-                return Err(self.error(&format!("model.merges[{rank}]"), "makes no token"));
-            };
-            made.insert((l.as_str(), r.as_str()));
-            match first[t] {
-                None => first[t] = Some(rank),
-                Some(_) if last_made == Some(t) => {}
-                Some(f) => {
-                    return Err(self.error(
-                        &format!("model.merges[{rank}]"),
-                        format!(
-                            "makes {:?} again after merges making other tokens (first at \
-                             {f}): llama.cpp ranks a merge by the token it makes",
-                            tokens[t]
-                        ),
-                    ))
-                }
-            }
-            last_made = Some(t);
-        }
-        // Every way llama.cpp could make a token (two tokens, or single characters, it
-        // starts from characters) must be a merge, else it would make tokens BPE does not.
-        // Tokens split out of the text before merging cannot be made, unless they hold a `▁`
-        // the text gets only from the space replacement; byte tokens and padding never.
-        for (id, text) in tokens.iter().enumerate() {
-            let split_out = [
-                TokenKind::Control,
-                TokenKind::Unknown,
-                TokenKind::UserDefined,
-            ]
-            .iter()
-            .any(|&k| types[id] == type_of(k));
-            let never = [TokenKind::Byte, TokenKind::Unused]
-                .iter()
-                .any(|&k| types[id] == type_of(k));
-            if never || (split_out && !text.contains(SPACE)) || text.len() > MAX_CHECKED_BYTES {
-                continue;
-            }
-            for (at, _) in text.char_indices().skip(1) {
-                let (l, r) = text.split_at(at);
-                let reachable = |s: &str| ids.contains_key(s) || s.chars().nth(1).is_none();
-                if reachable(l) && reachable(r) && !made.contains(&(l, r)) {
-                    return Err(self.error(
-                        "model.merges",
-                        format!(
-                            "{l:?} + {r:?} is not a merge, but llama.cpp would merge them into \
-                             the token {text:?} (its SentencePiece-style tokenizer merges any \
-                             pair that makes a token)"
-                        ),
-                    ));
-                }
-            }
-        }
-        let floor = -(merges.len() as f32) - 1.0;
-        Ok(first
-            .iter()
-            .map(|f| f.map_or(floor, |rank| -(rank as f32)))
-            .collect())
-    }
-
     /// Sets EOT and EOM to the config's end-of-sequence ids that would not otherwise end
     /// generation in the GGUF file; notes those left over.
     fn end_of_generation(&self, vocab: &mut GgufVocab, notes: &mut Vec<String>) {
@@ -580,12 +432,6 @@ impl Builder<'_> {
         }
     }
 }
-
-/// The character SentencePiece writes for a space.
-const SPACE: char = '\u{2581}';
-
-/// Tokens longer than this are not checked for splits (the reader never merges into them).
-const MAX_CHECKED_BYTES: usize = 256;
 
 /// A special-token field of `tokenizer_config.json`: a string or an `AddedToken` object.
 fn token_content(field: &Json) -> Option<String> {
