@@ -24,6 +24,7 @@ use half::f16;
 use super::blocks::QK;
 use super::BLOCK_LANES;
 use crate::team::SendPtr;
+use crate::Isa;
 
 /// The vector lane block `j` (`< 8`) of a group lands in: lanes `0..4` hold the even blocks,
 /// `4..8` the odd ones.
@@ -77,9 +78,11 @@ pub(crate) struct ActRow<'a> {
 }
 
 impl Act {
-    /// Quantizes the `m` rows of `k` values in `x` (`k` a multiple of 32); rows are split
-    /// between the kernels' team (each row's bytes are the same however they are split).
-    pub(crate) fn new(x: &[f32], m: usize, k: usize) -> Act {
+    /// Quantizes the `m` rows of `k` values in `x` (`k` a multiple of 32) with `isa`'s
+    /// quantizer (scalar where this CPU lacks it; every one writes the same bytes); rows are
+    /// split between the kernels' team (each row's bytes are the same however they are
+    /// split).
+    pub(crate) fn new(isa: Isa, x: &[f32], m: usize, k: usize) -> Act {
         let blocks = k / QK;
         let stride = blocks.div_ceil(BLOCK_LANES) * BLOCK_LANES;
         let mut act = Act {
@@ -90,7 +93,7 @@ impl Act {
             qs: vec![0; m * stride * QK],
         };
         assert!(x.len() >= m * k, "Act::new: rows");
-        let wide = wide();
+        let wide = Wide::of(isa);
         let (d, s) = (SendPtr(act.d.as_mut_ptr()), SendPtr(act.s.as_mut_ptr()));
         let (sum, qs) = (SendPtr(act.sum.as_mut_ptr()), SendPtr(act.qs.as_mut_ptr()));
         let rows_per_task = ROW_TASK_BLOCKS.div_ceil(blocks.max(1));
@@ -162,21 +165,34 @@ struct RowMut<'a> {
     qs: &'a mut [i8],
 }
 
-/// Whether this CPU quantizes with [`quantize_block_avx512`] (the same bytes as
-/// [`quantize_block`]).
-fn wide() -> bool {
+/// Which block quantizer runs: all write [`quantize_block`]'s bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wide {
+    /// [`quantize_block`].
+    Scalar,
+    /// [`quantize_block_avx2`].
     #[cfg(target_arch = "x86_64")]
-    {
-        crate::Isa::Avx512.is_available()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+    Avx2,
+    /// [`quantize_block_avx512`].
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Wide {
+    /// The quantizer of `isa`, scalar where this CPU lacks `isa`.
+    fn of(isa: Isa) -> Wide {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 if isa.is_available() => Wide::Avx2,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 if isa.is_available() => Wide::Avx512,
+            _ => Wide::Scalar,
+        }
     }
 }
 
-/// Quantizes one row's blocks (`x`: whole blocks) into `row`, on AVX-512 when `wide`.
-fn quantize_row(x: &[f32], row: RowMut<'_>, wide: bool) {
+/// Quantizes one row's blocks (`x`: whole blocks) into `row` with `wide`.
+fn quantize_row(x: &[f32], row: RowMut<'_>, wide: Wide) {
     let mut q = [0i8; QK];
     for (b, xs) in x.chunks_exact(QK).enumerate() {
         let (d, s, sum) = quantize_one(xs, &mut q, wide);
@@ -189,16 +205,19 @@ fn quantize_row(x: &[f32], row: RowMut<'_>, wide: bool) {
     }
 }
 
-/// One block ([`quantize_block`]'s bytes), on AVX-512 when `wide`.
+/// One block ([`quantize_block`]'s bytes) with `wide`.
 #[inline(always)]
-fn quantize_one(x: &[f32], q: &mut [i8], wide: bool) -> (f32, f32, i32) {
-    #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` only where the CPU has AVX-512 (`wide()`); `x` and `q` are 32 long.
-        return unsafe { quantize_block_avx512(x, q) };
+fn quantize_one(x: &[f32], q: &mut [i8], wide: Wide) -> (f32, f32, i32) {
+    match wide {
+        // SAFETY: `Wide::of` gives `Avx512` only where the CPU has AVX-512; `x` and `q` are
+        // 32 long.
+        #[cfg(target_arch = "x86_64")]
+        Wide::Avx512 => unsafe { quantize_block_avx512(x, q) },
+        // SAFETY: as above, for AVX2.
+        #[cfg(target_arch = "x86_64")]
+        Wide::Avx2 => unsafe { quantize_block_avx2(x, q) },
+        Wide::Scalar => quantize_block(x, q),
     }
-    let _ = wide;
-    quantize_block(x, q)
 }
 
 /// One block: writes its quants to `q` and returns `(d, d · Σ q, Σ q)`, `d` and `d · Σ q`
@@ -273,6 +292,70 @@ unsafe fn quantize_block_avx512(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
     }
 }
 
+/// [`quantize_block`] with AVX2, the same operations lane-wise: the same bytes.
+///
+/// # Safety
+/// AVX2 present; `x` holds 32 values and `q` 32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_block_avx2(x: &[f32], q: &mut [i8]) -> (f32, f32, i32) {
+    use std::arch::x86_64::*;
+    assert!(x.len() >= QK && q.len() >= QK);
+    // SAFETY: 32 readable floats and 32 writable bytes (asserted); the feature is the
+    // caller's.
+    unsafe {
+        let v: [__m256; 4] = std::array::from_fn(|i| _mm256_loadu_ps(x.as_ptr().add(8 * i)));
+        let abs = |a: __m256| _mm256_andnot_ps(_mm256_set1_ps(-0.0), a);
+        // `vmaxps a, b` gives `b` when `a` is NaN: NaN is skipped, as the scalar loop does;
+        // the maximum of the (non-NaN) lanes is the same in any order.
+        let mut top = _mm256_setzero_ps();
+        for &xv in &v {
+            top = _mm256_max_ps(abs(xv), top);
+        }
+        let half = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+        let half = _mm_max_ps(half, _mm_movehl_ps(half, half));
+        let amax = _mm_cvtss_f32(_mm_max_ss(half, _mm_shuffle_ps(half, half, 1)));
+        let d = amax / 127.0;
+        let id = _mm256_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
+        let one = _mm256_set1_ps(1.0);
+        let ints: [__m256i; 4] = v.map(|xv| {
+            let y = _mm256_mul_ps(xv, id);
+            let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y);
+            let c = _mm256_min_ps(
+                _mm256_max_ps(y, _mm256_set1_ps(-128.0)),
+                _mm256_set1_ps(127.0),
+            );
+            let t = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(c);
+            let frac = _mm256_sub_ps(c, t);
+            let up = _mm256_cmp_ps::<_CMP_GE_OQ>(frac, _mm256_set1_ps(0.5));
+            let down = _mm256_cmp_ps::<_CMP_LE_OQ>(frac, _mm256_set1_ps(-0.5));
+            // `t ± 1` or `t + 0` (a `−0.0` becoming `+0.0` converts to the same 0).
+            let r = _mm256_sub_ps(
+                _mm256_add_ps(t, _mm256_and_ps(up, one)),
+                _mm256_and_ps(down, one),
+            );
+            // NaN rounds to 0, as `NaN as i32` does.
+            _mm256_andnot_si256(_mm256_castps_si256(nan), _mm256_cvttps_epi32(r))
+        });
+        let total = _mm256_add_epi32(
+            _mm256_add_epi32(ints[0], ints[1]),
+            _mm256_add_epi32(ints[2], ints[3]),
+        );
+        // Values in `-128..=127` pack without saturating; the packs interleave 4-value
+        // groups across the 128-bit halves, which the word permute undoes.
+        let bytes = _mm256_packs_epi16(
+            _mm256_packs_epi32(ints[0], ints[1]),
+            _mm256_packs_epi32(ints[2], ints[3]),
+        );
+        let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(q.as_mut_ptr().cast(), ordered);
+        let mut lanes = [0i32; 8];
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), total);
+        let sum: i32 = lanes.iter().sum();
+        (d, sum as f32 * d, sum)
+    }
+}
+
 /// `v` rounded to the nearest `f16` (ties to even, as GGML's `GGML_FP32_TO_FP16`) and back.
 fn through_f16(v: f32) -> f32 {
     f16::from_f32(v).to_f32()
@@ -328,16 +411,23 @@ mod tests {
         }
     }
 
-    /// The AVX-512 block quantizer writes the scalar one's bytes: random blocks, exact
-    /// ties (`amax = 127` makes `x / d` the values themselves), zeros, subnormals, huge
-    /// values, infinities and NaN.
-    #[cfg(target_arch = "x86_64")]
+    /// Every block quantizer this CPU runs (one per [`Isa`]: AVX2 when AVX2 is asked for,
+    /// never a wider one) writes the scalar one's bytes: random blocks, exact ties
+    /// (`amax = 127` makes `x / d` the values themselves), zeros, subnormals (some so small
+    /// that `1 / d` overflows), huge values, infinities and NaN; and a whole product's
+    /// activations are the same bytes on every ISA and thread count.
     #[test]
-    fn wide_blocks_equal_the_scalar_ones() {
-        if !wide() {
-            eprintln!("no AVX-512: wide quantizer not tested");
-            return;
+    fn every_isas_blocks_equal_the_scalar_ones() {
+        let isas = Isa::available();
+        for &isa in &isas {
+            let want = match isa {
+                Isa::Scalar => "Scalar",
+                Isa::Avx2 => "Avx2",
+                Isa::Avx512 => "Avx512",
+            };
+            assert_eq!(format!("{:?}", Wide::of(isa)), want, "{isa:?}");
         }
+        eprintln!("quantizers: {isas:?}");
         let mut seed = 0x9E37_79B9u64;
         let mut unit = || {
             seed ^= seed << 13;
@@ -346,7 +436,7 @@ mod tests {
             (seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         };
         let mut blocks: Vec<[f32; QK]> = Vec::new();
-        for scale in [1e-30f32, 1e-3, 1.0, 3.0e4, 3.0e38] {
+        for scale in [1e-39f32, 1e-30, 1e-3, 1.0, 3.0e4, 3.0e38] {
             for _ in 0..50 {
                 blocks.push(std::array::from_fn(|_| unit() * scale));
             }
@@ -361,6 +451,9 @@ mod tests {
         blocks.push([0.0; QK]);
         blocks.push([-0.0; QK]);
         blocks.push([1e-45; QK]);
+        blocks.push(std::array::from_fn(
+            |i| if i % 2 == 0 { 1e-39 } else { -1e-39 },
+        ));
         let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, -0.0];
         for (i, &sp) in specials.iter().enumerate() {
             let mut b: [f32; QK] = std::array::from_fn(|_| unit());
@@ -368,46 +461,50 @@ mod tests {
             blocks.push(b);
             blocks.push([sp; QK]);
         }
-        for x in &blocks {
-            let (mut q0, mut q1) = ([0i8; QK], [0i8; QK]);
-            let a = quantize_block(x, &mut q0);
-            // SAFETY: the CPU has AVX-512 (`wide`); 32 values and 32 quants.
-            let b = unsafe { quantize_block_avx512(x, &mut q1) };
-            assert_eq!(q0, q1, "{x:?}");
-            assert_eq!(a.2, b.2, "{x:?}");
-            for (u, v) in [(a.0, b.0), (a.1, b.1)] {
-                assert!(
-                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                    "{x:?}"
-                );
+        for &isa in &isas {
+            for x in &blocks {
+                let (mut q0, mut q1) = ([0i8; QK], [0i8; QK]);
+                let a = quantize_block(x, &mut q0);
+                let b = quantize_one(x, &mut q1, Wide::of(isa));
+                assert_eq!(q0, q1, "{isa:?} {x:?}");
+                assert_eq!(a.2, b.2, "{isa:?} {x:?}");
+                for (u, v) in [(a.0, b.0), (a.1, b.1)] {
+                    assert!(
+                        u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                        "{isa:?} {x:?}"
+                    );
+                }
             }
         }
-        // A whole product's activations, split between threads or not: the same bytes.
+        // A whole product's activations, on every ISA, split between threads or not: the
+        // same bytes.
         let x: Vec<f32> = (0..300 * 96).map(|_| unit() * 3.0).collect();
-        let one = Act::new(&x, 300, 96);
+        let one = Act::new(Isa::Scalar, &x, 300, 96);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
             .unwrap();
-        let two = pool.install(|| Act::new(&x, 300, 96));
-        assert_eq!(one.qs, two.qs);
-        assert_eq!(one.sum, two.sum);
-        assert!(one
-            .d
-            .iter()
-            .zip(&two.d)
-            .all(|(a, b)| a.to_bits() == b.to_bits()));
-        assert!(one
-            .s
-            .iter()
-            .zip(&two.s)
-            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        for &isa in &isas {
+            let two = pool.install(|| Act::new(isa, &x, 300, 96));
+            assert_eq!(one.qs, two.qs);
+            assert_eq!(one.sum, two.sum);
+            assert!(one
+                .d
+                .iter()
+                .zip(&two.d)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(one
+                .s
+                .iter()
+                .zip(&two.s)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
     }
 
     #[test]
     fn blocks_follow_the_reference_formula() {
         let x: Vec<f32> = (0..96).map(|i| (i as f32 - 40.0) * 0.37).collect();
-        let act = Act::new(&x, 1, 96);
+        let act = Act::new(Isa::best(), &x, 1, 96);
         assert_eq!(act.stride, 8);
         let row = act.row(0);
         for b in 0..3 {

@@ -31,6 +31,10 @@ impl Kernel {
         match isa {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 if isa.is_available() => {
+                #[cfg(test)]
+                if NO_AVX_VNNI.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Kernel::Avx2;
+                }
                 if std::arch::is_x86_feature_detected!("avxvnni") {
                     Kernel::AvxVnni
                 } else {
@@ -72,6 +76,12 @@ impl Kernel {
         all
     }
 }
+
+/// Set by the timing tests to run AVX2 without AVX-VNNI on a CPU that has it (the bits are
+/// the same either way).
+#[cfg(test)]
+pub(crate) static NO_AVX_VNNI: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// Rows of activations one pass over a weight row serves (prefill reuses each unpacked
 /// weight group across this many rows).

@@ -15,49 +15,90 @@ use crate::{split, Isa, WeightView};
 /// activation rows passes).
 const CHUNK: usize = 16;
 
-/// Activation rows from which a legacy product on AVX-512 VNNI takes the panel kernel
-/// (`panel`); a K-quant (`k::panel`), whose panels cost more to fill, from
-/// `PANEL_ROWS_K`. Decode (one row) stays on the tile kernels, which read each weight once
-/// without unpacking it anywhere. (`quant::tests::speed_matmul`, `[1536, 576]` Q4_0: 2 rows
-/// 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q2_K–Q6_K: even at 2 rows, the panel
-/// ahead from 4, on one thread and, with the work shared, on two.)
+/// Activation rows from which a legacy product takes a panel kernel (`panel` on AVX-512
+/// VNNI, `panel_avx2` on AVX2); a K-quant (`k::panel`, `k::panel_avx2`), whose panels cost
+/// more to fill, from `PANEL_ROWS_K`. Decode (one row) stays on the tile kernels, which read
+/// each weight once without unpacking it anywhere. (`quant::tests::speed_matmul`,
+/// `[1536, 576]` Q4_0: 2 rows 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q2_K–Q6_K:
+/// even at 2 rows, the panel ahead from 4, on one thread and, with the work shared, on two.)
 const PANEL_ROWS: usize = 2;
 /// See [`PANEL_ROWS`].
 const PANEL_ROWS_K: usize = 4;
 
-/// Whether `ty`'s product of `m` activation rows runs on the panel kernel (`panel`) with
-/// `kernel`; the bits are the same either way.
-fn panel_path(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> bool {
-    #[cfg(test)]
-    if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        kernel == Kernel::Avx512Vnni
-            && if ty.is_k() {
-                m >= PANEL_ROWS_K && k::panel::takes(ty, row_bytes)
-            } else {
-                m >= PANEL_ROWS && super::panel::fits(row_bytes)
-            }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (kernel, ty, m, row_bytes, PANEL_ROWS, PANEL_ROWS_K);
-        false
+/// Which panel kernel a product runs on, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Panels {
+    /// The tile kernels (`dot`, `k::dot_rows`).
+    Tiles,
+    /// AVX-512 VNNI, 16 weight rows a panel (`panel`, `k::panel`).
+    Avx512,
+    /// AVX2, 8 weight rows a panel (`panel_avx2`, `k::panel_avx2`); the legacy types with
+    /// AVX-VNNI `vpdpbusd` when `vnni`.
+    Avx2 {
+        /// Whether the legacy panel uses AVX-VNNI.
+        vnni: bool,
+    },
+}
+
+impl Panels {
+    /// Weight rows a panel holds.
+    fn width(self) -> usize {
+        match self {
+            Panels::Avx2 { .. } => 8,
+            _ => 16,
+        }
     }
 }
 
-/// Tasks of a product on the panel kernels: as many as keep each one about
-/// `PANEL_TASK_NS` of work (one panel or a few), so the threads finish together (the
-/// last task a thread takes is short) while handing a task over stays a small cost.
-fn panel_tasks(m: usize, n: usize, k: usize) -> usize {
+/// The kernel `ty`'s product of `m` activation rows runs on with `kernel`; the bits are the
+/// same on every one.
+fn panels(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> Panels {
+    #[cfg(test)]
+    if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return Panels::Tiles;
+    }
+    if m < if ty.is_k() { PANEL_ROWS_K } else { PANEL_ROWS } {
+        return Panels::Tiles;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        match kernel {
+            Kernel::Avx512Vnni
+                if if ty.is_k() {
+                    k::panel::takes(ty, row_bytes)
+                } else {
+                    super::panel::fits(row_bytes)
+                } =>
+            {
+                Panels::Avx512
+            }
+            Kernel::Avx2 | Kernel::AvxVnni if !ty.is_k() || k::panel_avx2::takes(ty) => {
+                Panels::Avx2 {
+                    vnni: kernel == Kernel::AvxVnni,
+                }
+            }
+            _ => Panels::Tiles,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (kernel, row_bytes);
+        Panels::Tiles
+    }
+}
+
+/// Tasks of a product on the panel kernels (`width` weight rows a panel): as many as keep
+/// each one about `PANEL_TASK_NS` of work (one panel or a few), so the threads finish
+/// together (the last task a thread takes is short) while handing a task over stays a small
+/// cost.
+fn panel_tasks(m: usize, n: usize, k: usize, width: usize) -> usize {
     /// Work a task should hold, in ns.
     const PANEL_TASK_NS: f64 = 20_000.0;
-    /// A panel's time per activation row and 32 elements of `k`, in ns (measured on
-    /// this machine's AVX-512 VNNI, `quant::tests::speed_matmul`: about 2.3).
+    /// A 16-row panel's time per activation row and 32 elements of `k`, in ns (measured on
+    /// this machine's AVX-512 VNNI, `quant::tests::speed_matmul`: about 2.3; an 8-row AVX2
+    /// panel takes about as long).
     const NS_PER_ROW_BLOCK: f64 = 2.3;
-    let panels = n.div_ceil(16);
+    let panels = n.div_ceil(width);
     let per_panel = (m * k.div_ceil(32)) as f64 * NS_PER_ROW_BLOCK;
     let per_task = (PANEL_TASK_NS / per_panel.max(1.0)).ceil().max(1.0) as usize;
     panels.div_ceil(per_task).max(1)
@@ -105,7 +146,7 @@ pub(crate) unsafe fn product(
     assert_eq!(types.len(), jobs.len(), "quant::product: a float weight");
     let legacy = types.iter().any(|t| !t.is_k());
     let act = if legacy {
-        Act::new(x, m, k)
+        Act::new(isa, x, m, k)
     } else {
         Act::default()
     };
@@ -129,10 +170,12 @@ pub(crate) unsafe fn product(
     for (i, job) in jobs.iter().enumerate() {
         let n = job.w.n();
         if n > 0 {
-            let t = if threads > 1 && panel_path(kernel, types[i], m, job.w.row_bytes()) {
+            let p = panels(kernel, types[i], m, job.w.row_bytes());
+            let t = if threads > 1 && p != Panels::Tiles {
                 // At least one panel per thread while there are panels enough: a short
                 // product (a few rows) is still shared.
-                panel_tasks(m, n, k).max(threads.min(n.div_ceil(16)))
+                let w = p.width();
+                panel_tasks(m, n, k, w).max(threads.min(n.div_ceil(w)))
             } else {
                 split::tasks(m, n, k, job.w.row_bytes(), threads)
             };
@@ -147,12 +190,14 @@ pub(crate) unsafe fn product(
         let ty = types[i];
         let bytes = job.w.bytes();
         #[cfg(target_arch = "x86_64")]
-        if panel_path(kernel, ty, m, rb) && ty.is_k() {
+        let p = panels(kernel, ty, m, rb);
+        #[cfg(target_arch = "x86_64")]
+        if p == Panels::Avx512 && ty.is_k() {
             let mut panel = k::panel::Panel::new(ty, kblocks);
             for j0 in cols.clone().step_by(k::panel::PANEL) {
                 let count = k::panel::PANEL.min(n - j0);
                 // SAFETY: as for the legacy panel below, with `kact` holding `m` whole rows
-                // of `kblocks` Q8_K blocks and `takes` checked by `panel_path`.
+                // of `kblocks` Q8_K blocks and `takes` checked by `panels`.
                 unsafe {
                     k::panel::fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, &mut panel);
                     k::panel::multiply(
@@ -168,11 +213,11 @@ pub(crate) unsafe fn product(
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if panel_path(kernel, ty, m, rb) {
+        if p == Panels::Avx512 {
             let mut panel = super::panel::Panel::new(k / 32);
             for j0 in cols.step_by(super::panel::PANEL) {
                 let count = super::panel::PANEL.min(n - j0);
-                // SAFETY: `panel_path` chose this only for AVX-512 VNNI on a CPU that has it
+                // SAFETY: `panels` chose this only for AVX-512 VNNI on a CPU that has it
                 // (`Kernel::of`), a legacy type and rows that `fits`; the panel holds rows
                 // `j0 .. j0 + count < n` of the weight; every activation row holds the
                 // row's blocks padded to groups of 8 (`Act::new`); the output columns
@@ -188,6 +233,51 @@ pub(crate) unsafe fn product(
                         job.out.add(j0),
                         n,
                     );
+                }
+            }
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Panels::Avx2 { vnni } = p {
+            use super::panel_avx2::PANEL;
+            if ty.is_k() {
+                let mut panel = k::panel_avx2::Panel::new(ty, kblocks);
+                for j0 in cols.step_by(PANEL) {
+                    let count = PANEL.min(n - j0);
+                    // SAFETY: `panels` chose this only for AVX2 (or AVX-512) on a CPU that
+                    // has it (`Kernel::of`) and a type `takes` accepts; otherwise as below.
+                    unsafe {
+                        let w = &bytes[j0 * rb..(j0 + count) * rb];
+                        k::panel_avx2::fill(ty, w, count, &mut panel);
+                        k::panel_avx2::multiply(
+                            ty,
+                            &panel,
+                            &kact[..m * kblocks],
+                            job.bias.map(|b| &b[j0..j0 + count]),
+                            job.out.add(j0),
+                            n,
+                        );
+                    }
+                }
+            } else {
+                let mut panel = super::panel_avx2::Panel::new(k / 32, vnni);
+                for j0 in cols.step_by(PANEL) {
+                    let count = PANEL.min(n - j0);
+                    // SAFETY: `panels` chose this only for AVX2 on a CPU that has it, with
+                    // `vnni` only where it has AVX-VNNI (`Kernel::of`); otherwise as the
+                    // AVX-512 panel above.
+                    unsafe {
+                        let w = &bytes[j0 * rb..(j0 + count) * rb];
+                        super::panel_avx2::fill(ty, w, count, &mut panel);
+                        super::panel_avx2::multiply(
+                            ty,
+                            &panel,
+                            &rows,
+                            job.bias.map(|b| &b[j0..j0 + count]),
+                            job.out.add(j0),
+                            n,
+                        );
+                    }
                 }
             }
             return;

@@ -95,7 +95,7 @@ fn every_kernel_gives_the_reference_bits() {
             let k = blocks * 32;
             let m = 6;
             let x = act_rows(m, k, &mut rng);
-            let act = Act::new(&x, m, k);
+            let act = Act::new(crate::Isa::best(), &x, m, k);
             let rows: Vec<ActRow<'_>> = (0..m).map(|r| act.row(r)).collect();
             for scale in [1e-3f32, 1.0, 6.0e4] {
                 let w = weight_row(ty, blocks, &mut rng, scale);
@@ -127,57 +127,52 @@ fn every_kernel_gives_the_reference_bits() {
     }
 }
 
-/// The prefill panel kernel (AVX-512 VNNI, 16 weight rows across the lanes) gives the scalar
-/// reference's bits for every output: every type, ragged block counts, panels of 1 to 16
-/// rows (lanes past them unwritten), 1 to 9 activation rows (every tile height), with and
-/// without a bias.
+/// A panel kernel's fill and multiply: `(ty, w, count, blocks, rows, bias, out, n)` fills a
+/// panel with the `count` rows of `blocks` blocks in `w` and writes `rows`' products with
+/// them (plus `bias`) at `out` (rows `n` apart).
 #[cfg(target_arch = "x86_64")]
-#[test]
-fn panel_kernel_gives_the_reference_bits() {
-    use super::panel::{fill, multiply, Panel, PANEL};
-    if !Kernel::available().contains(&Kernel::Avx512Vnni) {
-        eprintln!("no AVX-512 VNNI: panel kernel not tested");
-        return;
-    }
+type PanelRun<'a> =
+    &'a dyn Fn(QuantType, &[u8], usize, usize, &[ActRow<'_>], Option<&[f32]>, *mut f32, usize);
+
+/// Checks a panel kernel of `width` weight rows (`run`) bit for bit against the scalar
+/// reference: every type, ragged block counts, panels of `counts` rows (lanes past them
+/// unwritten), 1 to 9 activation rows (every tile height), with and without a bias.
+#[cfg(target_arch = "x86_64")]
+fn check_panel(name: &str, width: usize, counts: &[usize], run: PanelRun<'_>) {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     for ty in LEGACY {
         for blocks in [1, 2, 7, 8, 9, 16, 18, 23, 48] {
             let k = blocks * 32;
             let m = 9;
             let x = act_rows(m, k, &mut rng);
-            let act = Act::new(&x, m, k);
+            let act = Act::new(crate::Isa::best(), &x, m, k);
             let rows: Vec<ActRow<'_>> = (0..m).map(|r| act.row(r)).collect();
-            for (count, scale) in [(16, 1.0), (1, 6.0e4), (5, 1e-3), (13, 1.0)] {
+            for (i, &count) in counts.iter().enumerate() {
+                let scale = [1.0, 6.0e4, 1e-3][i % 3];
                 let rb = ty.row_bytes(k).unwrap();
                 let w = weight_row(ty, blocks * count, &mut rng, scale);
                 let bias: Vec<f32> = (0..count).map(|_| rng.unit() * 4.0).collect();
-                let mut panel = Panel::new(blocks);
-                // SAFETY: the CPU has AVX-512 VNNI (checked above); `w` holds `count` rows.
-                unsafe { fill(ty, &w, count, &mut panel) };
                 for with_bias in [false, true] {
                     for tile in [1, 3, 4, 9] {
-                        let n = PANEL + 3;
+                        let n = width + 3;
                         let sentinel = f32::from_bits(0x7FC0_1234);
                         let mut out = vec![sentinel; m * n];
                         for r0 in (0..m).step_by(tile) {
                             let t = tile.min(m - r0);
-                            // SAFETY: as above; `out` holds `m` rows of `n ≥ count` columns.
-                            unsafe {
-                                multiply(
-                                    ty,
-                                    &panel,
-                                    &rows[r0..r0 + t],
-                                    with_bias.then_some(&bias[..]),
-                                    out.as_mut_ptr().add(r0 * n),
-                                    n,
-                                )
-                            };
+                            // SAFETY: `out` holds `m` rows of `n ≥ count` columns.
+                            let at = unsafe { out.as_mut_ptr().add(r0 * n) };
+                            let b = with_bias.then_some(&bias[..]);
+                            run(ty, &w, count, blocks, &rows[r0..r0 + t], b, at, n);
                         }
                         for r in 0..m {
                             for j in 0..n {
                                 let g = out[r * n + j];
                                 if j >= count {
-                                    assert_eq!(g.to_bits(), sentinel.to_bits(), "{ty} wrote {j}");
+                                    assert_eq!(
+                                        g.to_bits(),
+                                        sentinel.to_bits(),
+                                        "{name} {ty} wrote {j}"
+                                    );
                                     continue;
                                 }
                                 let mut want = reference(ty, &w[j * rb..(j + 1) * rb], rows[r]);
@@ -186,7 +181,7 @@ fn panel_kernel_gives_the_reference_bits() {
                                 }
                                 assert!(
                                     g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
-                                    "{ty} blocks {blocks} rows {count} tile {tile} bias \
+                                    "{name} {ty} blocks {blocks} rows {count} tile {tile} bias \
                                      {with_bias}: out[{r}][{j}] {g} vs {want}"
                                 );
                             }
@@ -195,6 +190,68 @@ fn panel_kernel_gives_the_reference_bits() {
                 }
             }
         }
+    }
+}
+
+/// The AVX-512 VNNI prefill panel kernel (16 weight rows across the lanes) gives the scalar
+/// reference's bits for every output (`check_panel`: panels of 1 to 16 rows).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn panel_kernel_gives_the_reference_bits() {
+    use super::panel::{fill, multiply, Panel, PANEL};
+    if !Kernel::available().contains(&Kernel::Avx512Vnni) {
+        eprintln!("no AVX-512 VNNI: panel kernel not tested");
+        return;
+    }
+    check_panel(
+        "avx512",
+        PANEL,
+        &[16, 1, 5, 13],
+        &|ty, w, count, blocks, rows, bias, out, n| {
+            let mut panel = Panel::new(blocks);
+            // SAFETY: the CPU has AVX-512 VNNI (checked above); `w` holds `count` rows; `out`
+            // holds the rows' `count` columns `n` apart (`check_panel`).
+            unsafe {
+                fill(ty, w, count, &mut panel);
+                multiply(ty, &panel, rows, bias, out, n);
+            }
+        },
+    );
+}
+
+/// The AVX2 prefill panel kernel (8 weight rows across the lanes; `vpmaddubsw`, and AVX-VNNI
+/// `vpdpbusd` where the CPU has it) gives the scalar reference's bits for every output
+/// (`check_panel`: panels of 1 to 8 rows).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_panel_kernel_gives_the_reference_bits() {
+    use super::panel_avx2::{fill, multiply, Panel, PANEL};
+    let kernels = Kernel::available();
+    if !kernels.contains(&Kernel::Avx2) {
+        eprintln!("no AVX2: AVX2 panel kernel not tested");
+        return;
+    }
+    let counts: Vec<usize> = (1..=PANEL).rev().collect();
+    for vnni in [false, true] {
+        if vnni && !kernels.contains(&Kernel::AvxVnni) {
+            eprintln!("no AVX-VNNI: AVX2 panel kernel with vpdpbusd not tested");
+            continue;
+        }
+        let name = if vnni { "avx-vnni" } else { "avx2" };
+        check_panel(
+            name,
+            PANEL,
+            &counts,
+            &|ty, w, count, blocks, rows, bias, out, n| {
+                let mut panel = Panel::new(blocks, vnni);
+                // SAFETY: the CPU has AVX2 (and AVX-VNNI when `vnni`), checked above; `w`
+                // holds `count` rows; `out` holds the rows' `count` columns `n` apart.
+                unsafe {
+                    fill(ty, w, count, &mut panel);
+                    multiply(ty, &panel, rows, bias, out, n);
+                }
+            },
+        );
     }
 }
 
@@ -207,7 +264,7 @@ fn reference_is_the_documented_formula() {
         let blocks = 11;
         let w = weight_row(ty, blocks, &mut rng, 0.5);
         let x: Vec<f32> = (0..blocks * 32).map(|_| rng.unit()).collect();
-        let act = Act::new(&x, 1, blocks * 32);
+        let act = Act::new(crate::Isa::best(), &x, 1, blocks * 32);
         let a = act.row(0);
         let mut contributions = Vec::new();
         for b in 0..blocks {
@@ -254,7 +311,7 @@ fn speed() {
     {
         let w = weight_row(ty, n * k / 32, &mut rng, 1.0);
         let x: Vec<f32> = (0..4 * k).map(|_| rng.unit()).collect();
-        let act = Act::new(&x, 4, k);
+        let act = Act::new(crate::Isa::best(), &x, 4, k);
         let rows: Vec<ActRow<'_>> = (0..4).map(|r| act.row(r)).collect();
         let rb = ty.row_bytes(k).unwrap();
         for kernel in Kernel::available().into_iter().skip(1) {
@@ -374,6 +431,82 @@ fn speed_matmul() {
     tiles_only.store(false, Ordering::Relaxed);
 }
 
+/// `matmul_nt_on` at 256 rows on one thread, by instruction set and kernel: AVX2 tiles and
+/// panels (without and with AVX-VNNI), AVX-512 panels, for Q4_0 and Q8_0 at `[1536, 576]`,
+/// Q4_K and Q6_K at `[576, 1536]`. The runs alternate; each line is the median of `REPS`
+/// (run with `cargo test --release -p sieve-kernels --lib quant::tests::speed_panels --
+/// --ignored --nocapture`).
+#[test]
+#[ignore = "a timing, not a test"]
+fn speed_panels_by_isa() {
+    use crate::Isa;
+    use std::sync::atomic::Ordering;
+    const REPS: usize = 31;
+    let m = 256;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    // (name, isa, AVX-VNNI allowed, tiles only)
+    let mut kernels = vec![];
+    if crate::Isa::Avx2.is_available() {
+        kernels.push(("avx2 tiles", Isa::Avx2, false, true));
+        kernels.push(("avx2 panel", Isa::Avx2, false, false));
+        if std::arch::is_x86_feature_detected!("avxvnni") {
+            kernels.push(("avx-vnni tiles", Isa::Avx2, true, true));
+            kernels.push(("avx-vnni panel", Isa::Avx2, true, false));
+        }
+    }
+    if crate::Isa::Avx512.is_available() {
+        kernels.push(("avx512 panel", Isa::Avx512, true, false));
+    }
+    for (ty, n, k) in [
+        (QuantType::Q4_0, 1536, 576),
+        (QuantType::Q8_0, 1536, 576),
+        (QuantType::Q4K, 576, 1536),
+        (QuantType::Q6K, 576, 1536),
+    ] {
+        let x: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let wf: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.013).cos()).collect();
+        let w = crate::Weights::quantize_f32(&wf, ty, n, k).unwrap();
+        let view = w.view();
+        let mut times = vec![Vec::new(); kernels.len()];
+        let mut first: Option<Vec<f32>> = None;
+        for _ in 0..REPS {
+            for (i, &(_, isa, vnni, tiles)) in kernels.iter().enumerate() {
+                super::dot::NO_AVX_VNNI.store(!vnni, Ordering::Relaxed);
+                super::product::TILES_ONLY.store(tiles, Ordering::Relaxed);
+                let mut out = vec![0f32; m * n];
+                // The pool's thread's CPU time (the machine is shared: waits for a core
+                // are not counted).
+                let ns = pool.install(|| {
+                    let c = cpu_ns();
+                    crate::matmul_nt_on(isa, &x, m, &view, None, &mut out);
+                    cpu_ns() - c
+                });
+                times[i].push(ns as f64 * 1e-9);
+                let bits: Vec<f32> = out;
+                match &first {
+                    None => first = Some(bits),
+                    Some(f) => {
+                        assert!(f.iter().zip(&bits).all(|(a, b)| a.to_bits() == b.to_bits()))
+                    }
+                }
+            }
+        }
+        super::dot::NO_AVX_VNNI.store(false, Ordering::Relaxed);
+        super::product::TILES_ONLY.store(false, Ordering::Relaxed);
+        for ((name, ..), t) in kernels.iter().zip(&mut times) {
+            t.sort_by(f64::total_cmp);
+            eprintln!(
+                "{ty} [{n}, {k}] m {m} 1 thread {name}: cpu median {:.3} ms (min {:.3})",
+                t[REPS / 2] * 1e3,
+                t[0] * 1e3
+            );
+        }
+    }
+}
+
 /// How long quantizing 256 activation rows of 576 takes.
 #[test]
 #[ignore = "a timing, not a test"]
@@ -382,7 +515,7 @@ fn speed_act() {
     let mut best = f64::MAX;
     for _ in 0..20 {
         let t = std::time::Instant::now();
-        std::hint::black_box(Act::new(&x, 256, 576));
+        std::hint::black_box(Act::new(crate::Isa::best(), &x, 256, 576));
         best = best.min(t.elapsed().as_secs_f64());
     }
     eprintln!("act 256x576: {:.1} us", best * 1e6);

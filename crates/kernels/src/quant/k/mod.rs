@@ -9,6 +9,7 @@
 //! | `common` | `f16` fields, `nearest_int`, the 6-bit scale packings |
 //! | `avx2`, `avx512` | the integer sums of a block with SIMD (`vpmaddubsw`/`vpmaddwd`; AVX-512 adds VNNI `vpdpwssd` where present), 8 blocks' sums reduced together and the float formula lane-wise; up to 4 activation rows per unpacked weight block ([`dot_rows`]) |
 //! | `panel` | prefill's AVX-512 VNNI kernel for every K-quant: 16 weight rows unpacked once, lanes across rows |
+//! | `panel_avx2` | the same on AVX2: 8 weight rows a panel, `vpmaddubsw` + `vpmaddwd` with the sub-block scales |
 //! | `golden/` | llama.cpp's own bytes and dot products for the tests, with the sources that made them |
 //!
 //! # Bits
@@ -33,6 +34,8 @@ mod avx512;
 mod common;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod panel;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod panel_avx2;
 mod q2k;
 mod q3k;
 mod q4k;
