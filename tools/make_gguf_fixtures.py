@@ -13,6 +13,12 @@ Usage:
                                                            text, top-k logits, tokenizer ids
   python tools/make_gguf_fixtures.py spm       [options]   expected ids for the SentencePiece
                                                            GGUFs in tokenizer_inputs/ (if any)
+  python tools/make_gguf_fixtures.py models  [options]   tests/fixtures/gguf/models/NAME-Q8_0.gguf:
+                                                           llama.cpp's own Q8_0 file (converter F32,
+                                                           then llama_model_quantize --pure) of each
+                                                           tests/fixtures/models/NAME GGUF can state,
+                                                           which `sieve quantize` must reproduce
+                                                           (crates/backends/tests/gguf_from_hf.rs)
   python tools/make_gguf_fixtures.py bench --bench-dir DIR  Q8_0/Q4_0/Q4_K_M GGUFs of the
                                                            SmolLM2-135M-shaped bench model
                                                            (DIR: tools/make_bench_model.py's
@@ -42,7 +48,7 @@ import plan  # noqa: E402
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["tiny", "smollm2", "spm", "bench"])
+    p.add_argument("what", choices=["tiny", "smollm2", "spm", "models", "bench"])
     p.add_argument("--tool", default=str(ROOT / "target/llamacpp/default/release/sieve-llamacpp"))
     p.add_argument("--llama-cpp", default=None)
     p.add_argument("--work", default=str(ROOT / "target/g4/gguf-work"))
@@ -78,6 +84,23 @@ def convert(args, model_dir, out, outtype):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
+# The fixtures of tests/fixtures/models/ that GGUF can state (the others have sliding windows
+# outside Gemma or an attention scale GGUF cannot state).
+MODEL_FIXTURES = ["llama-gqa-tied", "llama-f32-linear", "qwen2-bias", "gemma3-window"]
+
+
+def make_models(args):
+    """llama.cpp's own Q8_0 file of each fixture in MODEL_FIXTURES, under OUT/models/."""
+    out = Path(args.out) / "models"
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(args.work) / "models"
+    work.mkdir(parents=True, exist_ok=True)
+    for name in MODEL_FIXTURES:
+        f32 = work / f"{name}-F32.gguf"
+        convert(args, ROOT / "tests/fixtures/models" / name, f32, "f32")
+        tool(args, "quantize", f32, out / f"{name}-Q8_0.gguf", "Q8_0", "--pure", "--threads", "2")
+
+
 def main():
     args = parse_args()
     if not Path(args.tool).is_file():
@@ -88,6 +111,8 @@ def main():
         corpus.make_smollm2(args, tool)
     elif args.what == "spm":
         corpus.make_spm(args, tool)
+    elif args.what == "models":
+        make_models(args)
     elif args.what == "bench":
         plan.make_bench(args, tool, convert)
 

@@ -3,7 +3,8 @@
 //! `tokenizer.ggml.*` metadata written) gives the ids of the directory's `tokenizer.json`, its
 //! chat template renders the same text, BOS and the end-of-sequence ids survive, and its
 //! logits are those of `--quantize T` on the directory, bit for bit. The tokenizer metadata
-//! equals what llama.cpp's `convert_hf_to_gguf.py` wrote for the same tokenizer.
+//! equals what llama.cpp's `convert_hf_to_gguf.py` wrote for the same tokenizer, and the
+//! whole Q8_0 file what its converter and `llama-quantize` wrote for the same directory.
 
 mod common;
 
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use common::{fixture, fixture_dir};
 use sieve_backends::gguf::export::quantize_hf;
 use sieve_backends::{BackendKind, Message, ModelDir, WeightDtype};
-use sieve_gguf::{GgufFile, Value};
+use sieve_gguf::{GgmlType, GgufFile, Value};
 use sieve_kernels::quant::QuantType;
 use sieve_text::{vocab_from_hf, ModelIds};
 
@@ -183,6 +184,121 @@ fn the_tokenizer_metadata_is_what_llama_cpp_s_converter_wrote() {
                 (key.as_str(), value),
                 ("tokenizer.ggml.add_eos_token", &Value::Bool(false))
             );
+        }
+    }
+}
+
+/// `tests/fixtures/gguf/models/NAME-Q8_0.gguf`: llama.cpp's own Q8_0 file of the fixture NAME
+/// (`convert_hf_to_gguf.py` to F32, then `llama_model_quantize --pure`;
+/// `tools/make_gguf_fixtures.py models`).
+fn llama_cpp_s_file(name: &str) -> GgufFile {
+    GgufFile::open(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/gguf/models")
+            .join(format!("{name}-Q8_0.gguf")),
+    )
+    .unwrap()
+}
+
+/// Keys of llama.cpp's files that say nothing llama.cpp computes with: the converter's names
+/// for the model (from the directory's name), and `add_sep_token`, which llama.cpp reads for
+/// BERT-style and T5 vocabularies and rerankers only.
+const NAMES_ONLY: [&str; 6] = [
+    "general.name",
+    "general.type",
+    "general.size_label",
+    "general.basename",
+    "general.finetune",
+    "tokenizer.ggml.add_sep_token",
+];
+
+/// `sieve quantize` writes, for every fixture GGUF can state, what llama.cpp's converter and
+/// quantizer write: every key of llama.cpp's file (but [`NAMES_ONLY`]) with the same value;
+/// the keys the converter leaves out hold llama.cpp's default for them or are read only by
+/// what the converter misses; every tensor under the same name, type and dims with the same
+/// bytes (q/k rows permuted, blocks rounded as llama-quantize rounds, the Llama 3 rope factors
+/// to the bit) — but a matrix whose rows no block type fits, F16 in llama.cpp's file, F32 in
+/// sieve's, holding the values llama.cpp's F16 rounds.
+#[test]
+fn the_file_is_what_llama_cpp_s_converter_and_quantizer_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in [
+        "llama-gqa-tied",
+        "llama-f32-linear",
+        "qwen2-bias",
+        "gemma3-window",
+    ] {
+        let theirs = llama_cpp_s_file(name);
+        let ours =
+            GgufFile::open(written(tmp.path(), &fixture_dir(name), QuantType::Q8_0)).unwrap();
+        let (t, o) = (theirs.metadata(), ours.metadata());
+        let mut compared = 0;
+        for (key, value) in t.entries() {
+            if !NAMES_ONLY.contains(&key.as_str()) {
+                assert_eq!(o.get(key), Some(value), "{name}: {key}");
+                compared += 1;
+            }
+        }
+        assert!(compared >= 18, "{name}: {compared} keys");
+        let Some(Value::String(arch)) = t.get("general.architecture") else {
+            panic!("{name}: no architecture");
+        };
+        let number = |key: &str| match t.get(&format!("{arch}.{key}")) {
+            Some(Value::U32(v)) => *v,
+            other => panic!("{name}: {key} is {other:?}"),
+        };
+        let head_dim = number("embedding_length") / number("attention.head_count");
+        for (key, value) in o.entries() {
+            if t.get(key).is_some() {
+                continue;
+            }
+            let key = key.as_str();
+            let expected = match key.strip_prefix(&format!("{arch}.")) {
+                // llama.cpp's default: the embedding width over the heads.
+                Some(
+                    "attention.key_length" | "attention.value_length" | "rope.dimension_count",
+                ) => Value::U32(head_dim),
+                // Read by llama.cpp for YaRN only; sieve's reader takes the Llama 3 scaling's
+                // original context from it (this model's 64).
+                Some("rope.scaling.original_context_length") => Value::U32(64),
+                // The converter leaves Gemma 3's period out, and llama.cpp then takes every
+                // sixth layer as global: this model's third is.
+                Some("attention.sliding_window_pattern") => Value::U32(3),
+                _ if key == "tokenizer.ggml.add_eos_token" => Value::Bool(false),
+                _ => panic!("{name}: {key} = {value:?} is not in llama.cpp's file"),
+            };
+            assert_eq!(value, &expected, "{name}: {key}");
+        }
+        let names = |f: &GgufFile| {
+            let mut n: Vec<String> = f.tensors().iter().map(|t| t.name.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&theirs), names(&ours), "{name}");
+        for a in theirs.tensors() {
+            let b = ours.tensor(&a.name).unwrap();
+            let what = format!("{name}: {}", a.name);
+            assert_eq!(a.dims, b.dims, "{what}");
+            let (x, y) = (theirs.tensor_bytes(a), ours.tensor_bytes(b));
+            if (a.ggml_type, b.ggml_type) == (GgmlType::F16, GgmlType::F32) {
+                assert!(
+                    a.dims[0] % 32 != 0,
+                    "{what}: rows of {} fit Q8_0",
+                    a.dims[0]
+                );
+                let rounded: Vec<u8> = y
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .flat_map(|v| half::f16::from_f32(v).to_le_bytes())
+                    .collect();
+                assert!(
+                    rounded == x,
+                    "{what}: the F32 values do not round to llama.cpp's F16"
+                );
+                continue;
+            }
+            assert_eq!(a.ggml_type, b.ggml_type, "{what}");
+            assert!(x == y, "{what}: the bytes differ");
         }
     }
 }

@@ -8,6 +8,14 @@
 //! Face directory. The tokenizer is written too ([`write_vocab`]: `tokenizer.ggml.*` from
 //! [`sieve_text::vocab_from_hf`], whose tokenizer gives `tokenizer.json`'s ids, and the chat
 //! templates as `tokenizer.chat_template`), so the file runs alone in sieve and llama.cpp.
+//! The keys are the converter's, with its values where llama.cpp reads them (`keys.rs`: the
+//! Llama 3 rope factors in its `f32` arithmetic, `general.sampling.*` from
+//! `generation_config.json`, `llama.vocab_size`); the tensors hold llama-quantize's bytes
+//! (tested against files llama.cpp made, `tests/gguf_from_hf.rs`). Beyond the converter it
+//! writes what llama.cpp would otherwise take a wrong default for (Gemma 3's sliding-window
+//! period when it is not 6) and what sieve's reader needs (the original context of Llama 3
+//! scaling); a matrix whose rows no block type fits stays F32 where llama-quantize writes
+//! F16, so the file computes what `--quantize` computes at load.
 //!
 //! [`quantize_gguf`] requantizes a GGUF model instead (`sieve quantize`): every metadata key
 //! is copied (the tokenizer's included), every matrix is dequantized and quantized again.
@@ -16,8 +24,11 @@
 //! (sliding windows outside Gemma, Llama 3 rope scaling, Gemma's own attention scale) is an
 //! error naming it, not a different model.
 
+mod keys;
+
 use std::path::Path;
 
+use keys::{gemma_metadata, llama3_factors, sampling_metadata};
 use sieve_gguf::{GgmlType, GgufModel, Value, ValueType, Writer};
 use sieve_kernels::quant::{self, QuantType};
 use sieve_kernels::Dtype as KernelDtype;
@@ -112,6 +123,12 @@ pub fn write_gguf(dir: &ModelDir, out: &Path, matrix_type: GgmlType) -> Result<V
             "general.quantization_version",
             Value::U32(QUANTIZATION_VERSION),
         );
+    }
+    sampling_metadata(&mut w, dir.path());
+    if arch == Arch::Llama {
+        // The converter's `LlamaModel` states the embedding's rows (llama.cpp reads them only
+        // for a file without a tokenizer).
+        w.metadata(format!("{a}.vocab_size"), u32v(dir.vocab_size()));
     }
     w.metadata(format!("{a}.block_count"), u32v(config.layers.len()));
     w.metadata(format!("{a}.context_length"), u32v(config.context_len));
@@ -441,121 +458,6 @@ fn dequantize(bytes: &[u8], ty: GgmlType, n: usize, k: usize) -> Option<Vec<f32>
         quant::dequantize_row(t, b, o);
     }
     Some(out)
-}
-
-/// The keys only Gemma files have, or why the model cannot be expressed with them: the
-/// softcaps, the sliding window and which layers use it (a period `p`: layer `i` slides when
-/// `i mod p < p − 1`; Gemma 2 must alternate, as llama.cpp assumes), Gemma 3's local rope
-/// base, and an attention scale equal to the one the reader derives.
-fn gemma_metadata(
-    w: &mut Writer<'_>,
-    arch: Arch,
-    config: &crate::TransformerConfig,
-) -> std::result::Result<(), String> {
-    let a = arch.name();
-    let layers = &config.layers;
-    let first = &layers[0].attention;
-    let window = layers.iter().find_map(|l| l.attention.sliding_window);
-    if layers.iter().any(|l| {
-        l.attention
-            .sliding_window
-            .is_some_and(|s| Some(s) != window)
-    }) {
-        return Err("layers with different sliding windows".into());
-    }
-    let sliding: Vec<bool> = layers
-        .iter()
-        .map(|l| l.attention.sliding_window.is_some())
-        .collect();
-    let period = (2..=layers.len() + 1).find(|&p| {
-        sliding
-            .iter()
-            .enumerate()
-            .all(|(i, &s)| s == (i % p < p - 1))
-    });
-    match (window, period, arch) {
-        (None, _, _) => {}
-        (Some(_), Some(2), Arch::Gemma2) => {}
-        (Some(_), Some(p), Arch::Gemma3) => {
-            if p != 6 {
-                w.metadata(
-                    format!("{a}.attention.sliding_window_pattern"),
-                    Value::U32(p as u32),
-                );
-            }
-        }
-        _ => {
-            return Err(format!(
-                "sliding layers {sliding:?} follow no pattern GGUF states"
-            ))
-        }
-    }
-    if let Some(window) = window {
-        w.metadata(
-            format!("{a}.attention.sliding_window"),
-            Value::U32(window as u32),
-        );
-    }
-    let is_27b = (arch == Arch::Gemma2 && layers.len() == 46)
-        || (arch == Arch::Gemma3 && layers.len() == 62);
-    let scalar = match is_27b {
-        true => config.hidden_size() / first.num_heads.max(1),
-        false => first.head_dim,
-    };
-    if layers
-        .iter()
-        .any(|l| l.attention.scale != (scalar as f64).powf(-0.5))
-    {
-        return Err(format!(
-            "an attention scale other than {scalar}^-0.5 (query_pre_attn_scalar), which GGUF cannot state"
-        ));
-    }
-    if let Some(cap) = first.logit_softcap {
-        w.metadata(
-            format!("{a}.attn_logit_softcapping"),
-            Value::F32(cap as f32),
-        );
-    }
-    if let Some(cap) = config.final_logit_softcap {
-        w.metadata(
-            format!("{a}.final_logit_softcapping"),
-            Value::F32(cap as f32),
-        );
-    }
-    if let Some(local) = &config.local_rope {
-        if local.scaling != RopeScaling::None {
-            return Err("a scaled local rope".into());
-        }
-        w.metadata(
-            format!("{a}.rope.freq_base_swa"),
-            Value::F32(local.theta as f32),
-        );
-    }
-    Ok(())
-}
-
-/// The per-pair rope factors the converter writes for `llama3` scaling (low frequency factor
-/// 1, high 4): frequencies in `f32` as torch computes them, the factors in `f64`, stored as
-/// `f32`.
-fn llama3_factors(head_dim: usize, theta: f64, factor: f64, original: f64) -> Vec<f32> {
-    let (low, high) = (1.0, 4.0);
-    let (low_wavelen, high_wavelen) = (original / low, original / high);
-    (0..head_dim / 2)
-        .map(|i| {
-            let exponent = (2 * i) as f32 / head_dim as f32;
-            let freq = f64::from(1.0f32 / (theta as f32).powf(exponent));
-            let wavelen = 2.0 * std::f64::consts::PI / freq;
-            let f = if wavelen < high_wavelen {
-                1.0
-            } else if wavelen > low_wavelen {
-                factor
-            } else {
-                let smooth = (original / wavelen - low) / (high - low);
-                1.0 / ((1.0 - smooth) / factor + smooth)
-            };
-            f as f32
-        })
-        .collect()
 }
 
 /// `LlamaModel.permute` applied to the rows of a row-major matrix (or vector) of `rows` rows

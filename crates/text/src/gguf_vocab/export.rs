@@ -13,7 +13,8 @@
 //!  token types: added special → control, added → user-defined, unk → unknown,
 //!               <0xNN> of a byte-fallback vocabulary → byte, else normal
 //!  post_processor (TemplateProcessing) ─► add_bos / add_eos and their tokens
-//!  tokenizer_config.json ─► bos/eos/unk/pad tokens (else generation_config / config ids)
+//!  tokenizer_config.json ─► bos/eos/unk/pad tokens (else generation_config / config ids;
+//!                           the pad id of config.json, as llama.cpp's converter reads it)
 //! ```
 //!
 //! The post-processor's template is read in `export/template.rs`, the scores of a `llama`
@@ -42,7 +43,7 @@ use serde_json::Value as Json;
 use super::export_pre::{text_steps, TextSteps};
 use super::vocab::TokenKind;
 use super::GgufVocab;
-use crate::{Error, Result, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE};
+use crate::{Error, Result, CONFIG_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE};
 
 /// The GGUF tokenizer of a Hugging Face directory, and what it cannot state exactly.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,11 +83,23 @@ pub fn vocab_from_hf(dir: &Path, ids: &ModelIds) -> Result<HfVocab> {
         Err(Error::MissingFile { .. }) => None,
         Err(e) => return Err(e),
     };
+    // `config.json`'s `pad_token_id` stands where `tokenizer_config.json` names no pad token,
+    // as llama.cpp's converter reads it (an id that is not a whole number is ignored).
+    let model_config: Option<Json> = match crate::json::read_json(&dir.join(CONFIG_FILE)) {
+        Ok(c) => Some(c),
+        Err(Error::MissingFile { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let config_pad = model_config
+        .as_ref()
+        .and_then(|c| c.get("pad_token_id")?.as_u64())
+        .and_then(|id| u32::try_from(id).ok());
     Builder {
         path: &path,
         json: &tokenizer,
         config: config.as_ref(),
         ids,
+        config_pad,
     }
     .build()
 }
@@ -97,6 +110,8 @@ struct Builder<'a> {
     json: &'a Json,
     config: Option<&'a Json>,
     ids: &'a ModelIds,
+    /// `config.json`'s `pad_token_id`.
+    config_pad: Option<u32>,
 }
 
 /// One `added_tokens` entry.
@@ -187,9 +202,9 @@ impl Builder<'_> {
         let eos_id = template_eos
             .or(named("eos_token")?)
             .or(self.ids.eos.first().copied());
-        let pad_id = named("pad_token")?;
-        let unk_id = unk_id.or(named("unk_token")?);
         let n = tokens.len();
+        let pad_id = named("pad_token")?.or(self.config_pad.filter(|&id| (id as usize) < n));
+        let unk_id = unk_id.or(named("unk_token")?);
         for (what, id) in [("BOS", bos_id), ("EOS", eos_id)] {
             if let Some(id) = id.filter(|&id| id as usize >= n) {
                 return Err(self.error(
