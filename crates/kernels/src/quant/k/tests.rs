@@ -6,6 +6,9 @@ use super::common::{f16_bytes, pack_scale_min_k4, pack_scales_q3k, QK_K};
 use super::q8k::BlockQ8K;
 use super::*;
 
+#[cfg(target_arch = "x86_64")]
+mod panel;
+
 /// The K types, smallest first.
 const TYPES: [QuantType; 5] = [
     QuantType::Q2K,
@@ -343,87 +346,6 @@ fn several_activation_rows_give_each_rows_bits() {
                 let mut out = vec![f32::NAN; rows];
                 dot_rows(Isa::best(), ty, &w, &acts, &mut out);
                 assert!(out.iter().zip(&want).all(|(o, w)| o.to_bits() == *w));
-            }
-        }
-    }
-}
-
-/// The prefill panel kernel (AVX-512 VNNI, every K-quant, 16 weight rows across the lanes)
-/// gives the scalar reference's bits for every output: 1, 6 and 9 super-blocks a row (lane
-/// classes with one, none and two blocks), panels of 1 to 16 rows (lanes past them
-/// unwritten), 1 to 9 activation rows with edge values, with and without a bias.
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn panel_kernel_gives_the_reference_bits() {
-    use super::panel::{fill, multiply, takes, Panel, PANEL};
-    if !Path::available().contains(&Path::Avx512Vnni) {
-        eprintln!("no AVX-512 VNNI: panel kernel not tested");
-        return;
-    }
-    let mut rng = Rng(0x2468_ace1);
-    for ty in [
-        QuantType::Q2K,
-        QuantType::Q3K,
-        QuantType::Q4K,
-        QuantType::Q5K,
-        QuantType::Q6K,
-    ] {
-        for nblocks in [1usize, 6, 9] {
-            let rb = nblocks * ty.block_bytes();
-            assert!(takes(ty, rb));
-            let m = 9;
-            let acts: Vec<BlockQ8K> = (0..m * nblocks)
-                .map(|i| random_act(&mut rng, i % 5 == 0))
-                .collect();
-            for count in [16, 1, 7] {
-                let w: Vec<u8> = (0..count * nblocks)
-                    .flat_map(|_| random_block(ty, &mut rng))
-                    .collect();
-                let bias: Vec<f32> = (0..count).map(|_| rng.uniform() * 4.0).collect();
-                let mut panel = Panel::new(ty, nblocks);
-                // SAFETY: the CPU has AVX-512 VNNI (checked above); `w` holds `count` rows.
-                unsafe { fill(ty, &w, count, &mut panel) };
-                for with_bias in [false, true] {
-                    for rows in [1, 3, 4, 9] {
-                        let n = PANEL + 2;
-                        let sentinel = f32::from_bits(0x7FC0_4321);
-                        let mut out = vec![sentinel; m * n];
-                        for r0 in (0..m).step_by(rows) {
-                            let t = rows.min(m - r0);
-                            // SAFETY: as above; `out` holds `m` rows of `n ≥ count` columns.
-                            unsafe {
-                                multiply(
-                                    ty,
-                                    &panel,
-                                    &acts[r0 * nblocks..(r0 + t) * nblocks],
-                                    with_bias.then_some(&bias[..]),
-                                    out.as_mut_ptr().add(r0 * n),
-                                    n,
-                                )
-                            };
-                        }
-                        for r in 0..m {
-                            let a = &acts[r * nblocks..(r + 1) * nblocks];
-                            for j in 0..n {
-                                let g = out[r * n + j];
-                                if j >= count {
-                                    assert_eq!(g.to_bits(), sentinel.to_bits(), "{ty} wrote {j}");
-                                    continue;
-                                }
-                                let mut want =
-                                    dot_row_on(Path::Scalar, ty, &w[j * rb..(j + 1) * rb], a);
-                                if with_bias {
-                                    want += bias[j];
-                                }
-                                assert!(
-                                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
-                                    "{ty} {nblocks} blocks, {count} rows, tile {rows}, bias \
-                                     {with_bias}: out[{r}][{j}] {g} vs {want}"
-                                );
-                            }
-                        }
-                    }
-                }
             }
         }
     }
