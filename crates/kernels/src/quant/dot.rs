@@ -32,7 +32,7 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 if isa.is_available() => {
                 #[cfg(test)]
-                if NO_AVX_VNNI.load(std::sync::atomic::Ordering::Relaxed) {
+                if NO_VNNI.load(std::sync::atomic::Ordering::Relaxed) {
                     return Kernel::Avx2;
                 }
                 if std::arch::is_x86_feature_detected!("avxvnni") {
@@ -43,6 +43,10 @@ impl Kernel {
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 if isa.is_available() => {
+                #[cfg(test)]
+                if NO_VNNI.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Kernel::Avx512;
+                }
                 if std::arch::is_x86_feature_detected!("avx512vnni") {
                     Kernel::Avx512Vnni
                 } else {
@@ -77,10 +81,10 @@ impl Kernel {
     }
 }
 
-/// Set by the timing tests to run AVX2 without AVX-VNNI on a CPU that has it (the bits are
-/// the same either way).
+/// Set by the timing tests to run AVX2 without AVX-VNNI, and AVX-512 without AVX-512 VNNI,
+/// on a CPU that has them (the bits are the same either way).
 #[cfg(test)]
-pub(crate) static NO_AVX_VNNI: std::sync::atomic::AtomicBool =
+pub(crate) static NO_VNNI: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 /// Rows of activations one pass over a weight row serves (prefill reuses each unpacked

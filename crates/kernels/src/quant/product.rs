@@ -72,7 +72,11 @@ fn panels(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> Panels {
             {
                 Panels::Avx512
             }
-            Kernel::Avx2 | Kernel::AvxVnni if !ty.is_k() || k::panel_avx2::takes(ty) => {
+            // AVX-512 without VNNI (Skylake-SP/X) has AVX2 too (checked all the same: the
+            // panels need it).
+            Kernel::Avx2 | Kernel::AvxVnni | Kernel::Avx512
+                if (!ty.is_k() || k::panel_avx2::takes(ty)) && Isa::Avx2.is_available() =>
+            {
                 Panels::Avx2 {
                     vnni: kernel == Kernel::AvxVnni,
                 }

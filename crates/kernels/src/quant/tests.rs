@@ -257,6 +257,55 @@ fn avx2_panel_kernel_gives_the_reference_bits() {
     }
 }
 
+/// Through the driver, with and without the VNNI kernels (`NO_VNNI`: AVX2 without AVX-VNNI,
+/// AVX-512 without VNNI, which take the AVX2 panels): every type, every ISA, a ragged panel
+/// count (37 weight rows), row counts below and above the panels' thresholds, one and two
+/// threads, with a bias: the scalar reference's bits. (Other tests running meanwhile may
+/// see `NO_VNNI` set: it changes their speed, not their bits.)
+#[test]
+fn every_panel_path_through_the_driver_gives_the_reference_bits() {
+    use crate::{matmul_nt_on, Isa, Weights};
+    use std::sync::atomic::Ordering;
+    let pools: Vec<rayon::ThreadPool> = [1, 2]
+        .into_iter()
+        .map(|t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+    for ty in QuantType::ALL {
+        let (n, k) = (37, if ty.is_k() { 768 } else { 288 });
+        let wf: Vec<f32> = (0..n * k).map(|_| rng.unit()).collect();
+        let w = Weights::quantize_f32(&wf, ty, n, k).unwrap();
+        let bias: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+        for m in [1, 2, 4, 9] {
+            let x: Vec<f32> = (0..m * k).map(|_| rng.unit() * 2.0).collect();
+            let mut want = vec![0f32; m * n];
+            matmul_nt_on(Isa::Scalar, &x, m, &w.view(), Some(&bias), &mut want);
+            for isa in Isa::available() {
+                for no_vnni in [false, true] {
+                    for pool in &pools {
+                        super::dot::NO_VNNI.store(no_vnni, Ordering::Relaxed);
+                        let mut got = vec![0f32; m * n];
+                        pool.install(|| matmul_nt_on(isa, &x, m, &w.view(), Some(&bias), &mut got));
+                        super::dot::NO_VNNI.store(false, Ordering::Relaxed);
+                        assert!(
+                            got.iter()
+                                .zip(&want)
+                                .all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{ty} {isa:?} no_vnni {no_vnni} m {m} {} threads",
+                            pool.current_num_threads()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The reference is the block formula summed in `sum_blocks`' order: recomputed here from the
 /// dequantized weight levels.
 #[test]
@@ -460,6 +509,8 @@ fn speed_panels_by_isa() {
         }
     }
     if crate::Isa::Avx512.is_available() {
+        kernels.push(("avx512 no-vnni tiles", Isa::Avx512, false, true));
+        kernels.push(("avx512 no-vnni panel (avx2)", Isa::Avx512, false, false));
         kernels.push(("avx512 panel", Isa::Avx512, true, false));
     }
     for (ty, n, k) in [
@@ -476,7 +527,7 @@ fn speed_panels_by_isa() {
         let mut first: Option<Vec<f32>> = None;
         for _ in 0..REPS {
             for (i, &(_, isa, vnni, tiles)) in kernels.iter().enumerate() {
-                super::dot::NO_AVX_VNNI.store(!vnni, Ordering::Relaxed);
+                super::dot::NO_VNNI.store(!vnni, Ordering::Relaxed);
                 super::product::TILES_ONLY.store(tiles, Ordering::Relaxed);
                 let mut out = vec![0f32; m * n];
                 let t = std::time::Instant::now();
@@ -491,7 +542,7 @@ fn speed_panels_by_isa() {
                 }
             }
         }
-        super::dot::NO_AVX_VNNI.store(false, Ordering::Relaxed);
+        super::dot::NO_VNNI.store(false, Ordering::Relaxed);
         super::product::TILES_ONLY.store(false, Ordering::Relaxed);
         for ((name, ..), t) in kernels.iter().zip(&mut times) {
             t.sort_by(f64::total_cmp);

@@ -86,6 +86,13 @@ impl Path {
     pub(crate) fn of(isa: Isa) -> Path {
         static PATHS: OnceLock<[Path; 3]> = OnceLock::new();
         let paths = PATHS.get_or_init(|| [Isa::Scalar, Isa::Avx2, Isa::Avx512].map(Path::detect));
+        #[cfg(all(test, target_arch = "x86_64"))]
+        if isa == Isa::Avx512
+            && paths[2] == Path::Avx512Vnni
+            && crate::quant::dot::NO_VNNI.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Path::Avx512;
+        }
         match isa {
             Isa::Scalar => paths[0],
             Isa::Avx2 => paths[1],
