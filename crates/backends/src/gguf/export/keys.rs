@@ -158,9 +158,9 @@ pub(super) fn sampling_metadata(w: &mut Writer<'_>, dir: &Path) {
             w.metadata(key(name), Value::I32(v));
         }
     }
-    let repeat = match config.get("penalty_repeat") {
-        Some(v) if !v.is_null() => "penalty_repeat",
-        _ => "repetition_penalty",
+    let repeat = match config.contains_key("penalty_repeat") {
+        true => "penalty_repeat",
+        false => "repetition_penalty",
     };
     for (field, name) in [
         ("top_p", "top_p"),
@@ -180,7 +180,8 @@ pub(super) fn sampling_metadata(w: &mut Writer<'_>, dir: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::llama3_factors;
+    use super::{llama3_factors, sampling_metadata};
+    use sieve_gguf::{GgufFile, Value, Writer};
 
     /// The converter's factors (`tools/gguf/rope_factors.py`, torch's float32 arithmetic): ones
     /// below the band `first ..`, the smoothed `band` bits, `factor` past it.
@@ -216,5 +217,54 @@ mod tests {
             bits(llama3_factors(16, 500000.0, 8.0, 64.0)),
             expected(8, 1, &[0x401c4dfb], 8.0)
         );
+    }
+
+    #[test]
+    fn sampling_settings_are_written_as_the_converter_writes_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |config: &str| {
+            std::fs::write(tmp.path().join("generation_config.json"), config).unwrap();
+            let mut w = Writer::new();
+            sampling_metadata(&mut w, tmp.path());
+            let path = tmp.path().join("out.gguf");
+            w.write_file(&path).unwrap();
+            let file = GgufFile::open(&path).unwrap();
+            let mut keys: Vec<(String, Value)> = file.metadata().entries().to_vec();
+            keys.sort_by(|a, b| a.0.cmp(&b.0));
+            keys
+        };
+        let key = |k: &str, v: Value| (format!("general.sampling.{k}"), v);
+        assert_eq!(
+            write(
+                r#"{"top_k": 40, "temperature": 0.7, "repetition_penalty": 1.1, "top_p": null,
+                    "min_p": "0.1", "mirostat": 1.5, "do_sample": true, "bos_token_id": 1}"#
+            ),
+            [
+                key("penalty_repeat", Value::F32(1.1)),
+                key("temp", Value::F32(0.7)),
+                key("top_k", Value::I32(40)),
+            ]
+        );
+        // `penalty_repeat` stands before `repetition_penalty`, even when null.
+        assert_eq!(
+            write(r#"{"penalty_repeat": 1.3, "repetition_penalty": 1.1}"#),
+            [key("penalty_repeat", Value::F32(1.3))]
+        );
+        assert_eq!(
+            write(r#"{"penalty_repeat": null, "repetition_penalty": 1.1}"#),
+            []
+        );
+        // No file, or not an object: nothing.
+        assert_eq!(write("[1, 2]"), []);
+        std::fs::remove_file(tmp.path().join("generation_config.json")).unwrap();
+        let mut w = Writer::new();
+        sampling_metadata(&mut w, tmp.path());
+        let path = tmp.path().join("none.gguf");
+        w.write_file(&path).unwrap();
+        assert!(GgufFile::open(&path)
+            .unwrap()
+            .metadata()
+            .entries()
+            .is_empty());
     }
 }
