@@ -14,7 +14,7 @@
 //! | `dot` | the scalar reference dot products (they define the bits) and the ISA dispatch |
 //! | `avx2`, `avx512` | the SIMD dot products (`vpmaddubsw`/`vpmaddwd`, VNNI `vpdpbusd`) |
 //! | `panel` | prefill's AVX-512 VNNI kernel: 16 weight rows unpacked once, lanes across rows |
-//! | `panel_avx2` | the same for AVX2 (and AVX-VNNI): 8 weight rows a panel |
+//! | `panel_avx2` | the same for AVX2 (AVX-VNNI, AVX-512 without VNNI): 8 weight rows a panel |
 //! | `product` | the matrix-product driver: work split over output rows between the team |
 //! | `k` | the K-quants (Q2_K … Q6_K) and their Q8_K activations (another helper's) |
 //!

@@ -1,5 +1,6 @@
-//! Prefill's kernel for the legacy types on AVX2 (and AVX-VNNI): the AVX-512 panel scheme
-//! (`panel`) with [`PANEL`] = 8 weight rows, one per 32-bit lane of a 256-bit register.
+//! Prefill's kernel for the legacy types on AVX2 (and AVX-VNNI; also what AVX-512 without
+//! VNNI runs): the AVX-512 VNNI panel scheme (`panel`) with [`PANEL`] = 8 weight rows, one
+//! per 32-bit lane of a 256-bit register.
 //!
 //! Lane `j` of register `e` of block `b` holds elements `4e .. 4e + 4` of block `b` of weight
 //! row `j`; each activation row's block is taken one broadcast 32-bit word at a time against

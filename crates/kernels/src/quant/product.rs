@@ -32,8 +32,8 @@ enum Panels {
     Tiles,
     /// AVX-512 VNNI, 16 weight rows a panel (`panel`, `k::panel`).
     Avx512,
-    /// AVX2, 8 weight rows a panel (`panel_avx2`, `k::panel_avx2`); the legacy types with
-    /// AVX-VNNI `vpdpbusd` when `vnni`.
+    /// AVX2, 8 weight rows a panel (`panel_avx2`, `k::panel_avx2`): for AVX2, AVX-VNNI
+    /// and AVX-512 without VNNI; the legacy types with AVX-VNNI `vpdpbusd` when `vnni`.
     Avx2 {
         /// Whether the legacy panel uses AVX-VNNI.
         vnni: bool,

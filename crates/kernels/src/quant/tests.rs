@@ -484,7 +484,8 @@ fn speed_matmul() {
 
 /// `matmul_nt_on` at 256 rows on one thread, by instruction set and kernel: AVX2 tiles and
 /// panels (without and with AVX-VNNI), AVX-512 panels, for Q4_0 and Q8_0 at `[1536, 576]`,
-/// Q4_K and Q6_K at `[576, 1536]`. The runs alternate; each line is the median of `REPS`
+/// Q4_K and Q6_K at `[576, 1536]` (`SPEED_ROWS` rows instead when set). The runs alternate;
+/// each line is the median of `REPS`
 /// (run with `cargo test --release -p sieve-kernels --lib quant::tests::speed_panels --
 /// --ignored --nocapture`).
 #[test]
@@ -493,7 +494,11 @@ fn speed_panels_by_isa() {
     use crate::Isa;
     use std::sync::atomic::Ordering;
     const REPS: usize = 51;
-    let m = 256;
+    // `SPEED_ROWS=4` times 4 rows instead.
+    let m: usize = std::env::var("SPEED_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
