@@ -212,6 +212,14 @@ fn empty_shapes_give_the_float_answers() {
         assert_eq!(out, [1.5, -2.0, 0.25, 1.5, -2.0, 0.25], "{ty}");
         matmul_nt(&[], 2, &w.view(), None, &mut out);
         assert_eq!(out, [0.0; 6], "{ty}");
+        // On every ISA, and at row counts the prefill panels would take.
+        for isa in Isa::available() {
+            for m in [1usize, 2, 4, 5, 9] {
+                let mut out = vec![9f32; m * 3];
+                matmul_nt_on(isa, &[], m, &w.view(), Some(&bias), &mut out);
+                assert_eq!(out, bias.repeat(m), "{ty} {isa:?} {m} rows");
+            }
+        }
         // n = 0 and m = 0: nothing to write.
         let w = Weights::quantize_f32(&[], ty, 0, 256).unwrap();
         assert!(matmul_nt_vec(&values(256, 1), 1, &w.view(), None).is_empty());

@@ -57,7 +57,9 @@ fn panels(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> Panels {
     if TILES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
         return Panels::Tiles;
     }
-    if m < if ty.is_k() { PANEL_ROWS_K } else { PANEL_ROWS } {
+    // An empty reduction (`k = 0`) stays on the tiles, which write each output's bias (the
+    // K-quant panels count activation rows by their blocks, and there are none).
+    if m < if ty.is_k() { PANEL_ROWS_K } else { PANEL_ROWS } || row_bytes == 0 {
         return Panels::Tiles;
     }
     #[cfg(target_arch = "x86_64")]
