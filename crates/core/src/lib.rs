@@ -40,6 +40,7 @@ pub mod math;
 pub mod nucleus;
 mod params;
 mod pipeline;
+pub mod prefilter;
 mod registry;
 mod rng;
 mod sampler;
@@ -54,7 +55,7 @@ pub use params::{ParamError, ParamKind, ParamSpec, Range, Value, MAX_SEED};
 pub use pipeline::Pipeline;
 pub use registry::{BuildFn, PluginOrigin, Registry, StageEntry, StageInfo};
 pub use rng::SieveRng;
-pub use sampler::Sampler;
+pub use sampler::{Footprint, Sampler};
 /// `#[derive(Params)]`: a stage's schema and argument reading from a struct (see [`stage`]
 /// and the `sieve-macros` crate).
 pub use sieve_macros::Params;

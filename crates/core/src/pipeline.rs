@@ -4,6 +4,7 @@ use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use crate::prefilter::{self, Prefilter};
 use crate::{Candidates, Context, Error, Sampler};
 
 /// A chain of stages, run in order on one step's candidates; the last one selects.
@@ -115,6 +116,38 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// Loads a row of logits into `candidates` for this pipeline's step at `cx`: all of them
+    /// ([`Candidates::load_checked_from`]), or, when the stages before a `top_k` tell what
+    /// they do ([`Pipeline::prefilter`]), only those that can survive it
+    /// ([`Candidates::load_best_checked_from`]). Either way [`Pipeline::sample`] and
+    /// [`Pipeline::transform`] then give the same token and the same distribution, bit for bit;
+    /// the second reads the row once and copies a few hundred candidates instead of all.
+    ///
+    /// Returns the first position holding NaN or `+inf`, with its value, as
+    /// [`Candidates::load_checked_from`] does (the candidates then hold the whole row,
+    /// sanitized).
+    pub fn load(
+        &mut self,
+        candidates: &mut Candidates,
+        row: &[f32],
+        cx: &Context<'_>,
+    ) -> Option<(usize, f32)> {
+        match self.prefilter(cx, row.len()) {
+            Some(plan) => candidates.load_best_checked_from(row, plan.best, &plan.also),
+            None => candidates.load_checked_from(row),
+        }
+    }
+
+    /// The candidates that can survive this pipeline's first `top_k` on a row of `n` logits
+    /// at step `cx`, when every stage before it tells what it does ([`crate::prefilter`]
+    /// explains why those are enough); `None` otherwise, or when the `top_k` keeps more than
+    /// one token in 16. Only the stages before the selector count.
+    pub fn prefilter(&mut self, cx: &Context<'_>, n: usize) -> Option<Prefilter> {
+        let before_selector = self.stages.len().saturating_sub(1);
+        let stages = self.stages[..before_selector].iter_mut();
+        prefilter::plan(stages.map(|(_, stage)| stage.as_mut()), cx, n)
     }
 
     /// Passes the chosen token to every stage.

@@ -1,5 +1,7 @@
 //! The `Sampler` trait: one stage of a pipeline.
 
+use alloc::vec::Vec;
+
 use crate::{Candidates, Context, Error};
 
 /// One stage of a pipeline, modelled on llama.cpp's `llama_sampler_i`.
@@ -31,4 +33,38 @@ pub trait Sampler: Send {
 
     /// Forgets everything accepted and restarts random streams from their seeds.
     fn reset(&mut self) {}
+
+    /// What [`Sampler::apply`] will do on the step `cx`, told before the candidates are
+    /// loaded, so that a pipeline whose stages up to a `top_k` all say can load only the
+    /// candidates that may survive it ([`Pipeline::load`](crate::Pipeline::load)). A stage
+    /// answering [`Footprint::Tokens`] pushes the tokens it may change onto `touched`.
+    ///
+    /// The answer is a promise about `apply` on this step, checked by the property tests of
+    /// the built-in stages: the default, [`Footprint::Any`], promises nothing and is always
+    /// right.
+    fn footprint(&mut self, cx: &Context<'_>, touched: &mut Vec<u32>) -> Footprint {
+        let _ = (cx, touched);
+        Footprint::Any
+    }
+}
+
+/// What a stage's next [`Sampler::apply`] does to the candidates, as far as loading only some
+/// of them is concerned (see [`Sampler::footprint`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Footprint {
+    /// May read or change any candidate: nothing is promised.
+    Any,
+    /// Leaves the candidates exactly as they are (a neutral stage).
+    Nothing,
+    /// Changes only the logits of the tokens pushed onto `touched`, each new logit computed
+    /// from that token's own logit alone (dense candidates through
+    /// [`Candidates::set_logit`], sparse ones through [`Candidates::parts_mut`], with the
+    /// same values), and nothing else: no candidate is removed, reordered or selected.
+    Tokens,
+    /// Multiplies every logit by this factor with [`Candidates::scale_logits`], and does
+    /// nothing else.
+    Scale(f32),
+    /// Keeps the `k` best-ranked candidates with [`Candidates::keep_top`] (`k > 0`), and does
+    /// nothing else.
+    KeepTop(usize),
 }

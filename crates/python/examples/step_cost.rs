@@ -1,6 +1,7 @@
 //! Where a `Batch` step's time goes, per row: the card pipeline's `Sequence::step_row`
 //! (select mode: load, stages, write-back) beside the single passes it is made of — the
-//! one-pass load (`Candidates::load_checked_from`), a read of the row (`math::max`, the floor
+//! one-pass load (`Candidates::load_checked_from`), the load of the best 40 + 64 candidates
+//! the card pipeline asks for (`Candidates::load_best_checked_from`), a read of the row (`math::max`, the floor
 //! `sieve bench` uses), a plain copy and a fill — each timed on rows refreshed from a source
 //! before every run, as `bench/bench_step.py` refreshes them.
 //!
@@ -84,6 +85,11 @@ fn main() {
             black_box(c.load_checked_from(row));
         }
     });
+    let best = timed(iters, rows, &src, &mut work, |work| {
+        for row in work.chunks(vocab) {
+            black_box(c.load_best_checked_from(row, 40 + history.len(), &history));
+        }
+    });
     let read = timed(iters, rows, &src, &mut work, |work| {
         for row in work.chunks(vocab) {
             black_box(sieve_core::math::max(row));
@@ -104,6 +110,6 @@ fn main() {
     });
     println!(
         "vocab {vocab} rows {rows}, µs per row: step_row {step:.2} | load {load:.2} | \
-         read {read:.2} | copy {copy:.2} | fill {fill:.2}"
+         load best {best:.2} | read {read:.2} | copy {copy:.2} | fill {fill:.2}"
     );
 }

@@ -149,12 +149,17 @@ impl Sequence {
         Ok(other)
     }
 
-    /// Checks the input and loads `logits` into `c`: copied into the candidates' own buffer
-    /// in the same read that checks for NaN and `+inf` and finds the maximum
-    /// ([`Candidates::load_checked_from`]), so a clean row costs one read.
-    fn load(c: &mut Candidates, logits: &[f32], history: History<'_>) -> Result<(), Error> {
-        check_history(logits, history)?;
-        if let Some((i, x)) = c.load_checked_from(logits) {
+    /// Checks the input and loads `logits` into `c` for the pipeline's step at `cx`: copied
+    /// into the candidates' own buffer in the same read that checks for NaN and `+inf`, or,
+    /// when the pipeline's stages before a `top_k` allow it, only the candidates that can
+    /// survive it ([`Pipeline::load`], the same tokens and distributions bit for bit).
+    fn load(
+        pipeline: &mut Pipeline,
+        c: &mut Candidates,
+        logits: &[f32],
+        cx: &Context<'_>,
+    ) -> Result<(), Error> {
+        if let Some((i, x)) = pipeline.load(c, logits, cx) {
             return Err(Error::Input(format!(
                 "logit {i} is {x}; logits must be finite or -inf"
             )));
@@ -178,8 +183,9 @@ impl Sequence {
         logits: &[f32],
         history: History<'_>,
     ) -> Result<u32, Error> {
-        Sequence::load(c, logits, history)?;
+        check_history(logits, history)?;
         let cx = context(history, self.vocab.as_deref());
+        Sequence::load(&mut self.pipeline, c, logits, &cx)?;
         self.pipeline
             .sample(c, &cx)
             .map_err(|e| Error::Sampling(e.to_string()))
@@ -193,8 +199,9 @@ impl Sequence {
         logits: &[f32],
         history: History<'_>,
     ) -> Result<(), Error> {
-        Sequence::load(c, logits, history)?;
+        check_history(logits, history)?;
         let cx = context(history, self.vocab.as_deref());
+        Sequence::load(&mut self.pipeline, c, logits, &cx)?;
         self.pipeline
             .transform(c, &cx)
             .map_err(|e| Error::Sampling(e.to_string()))

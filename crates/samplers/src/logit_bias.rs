@@ -30,7 +30,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use sieve_core::{math, BuildContext, Candidates, Context, Error, Params, Sampler, Stage, Value};
+use sieve_core::{
+    math, BuildContext, Candidates, Context, Error, Footprint, Params, Sampler, Stage, Value,
+};
 
 /// The `logit_bias` stage.
 #[derive(Debug, Clone, Default)]
@@ -179,6 +181,15 @@ impl Sampler for LogitBias {
             }
         }
         Ok(())
+    }
+
+    /// The biased tokens.
+    fn footprint(&mut self, _cx: &Context<'_>, touched: &mut Vec<u32>) -> Footprint {
+        if self.biases.is_empty() {
+            return Footprint::Nothing;
+        }
+        touched.extend(self.biases.iter().map(|&(id, _)| id));
+        Footprint::Tokens
     }
 }
 

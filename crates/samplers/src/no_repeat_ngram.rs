@@ -21,7 +21,9 @@
 
 use alloc::vec::Vec;
 
-use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Footprint, Params, Range, Sampler, Stage,
+};
 
 /// The `no_repeat_ngram` stage.
 #[derive(Debug, Clone)]
@@ -114,6 +116,16 @@ impl Sampler for NoRepeatNgram {
             }
         }
         Ok(())
+    }
+
+    /// The tokens it bans on this step.
+    fn footprint(&mut self, cx: &Context<'_>, touched: &mut Vec<u32>) -> Footprint {
+        if self.n == 0 {
+            return Footprint::Nothing;
+        }
+        banned_tokens(cx.history, self.n, &mut self.failure, &mut self.banned);
+        touched.extend_from_slice(&self.banned);
+        Footprint::Tokens
     }
 }
 

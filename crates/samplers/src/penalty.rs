@@ -42,7 +42,9 @@
 
 use alloc::vec::Vec;
 
-use sieve_core::{math, BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+use sieve_core::{
+    math, BuildContext, Candidates, Context, Error, Footprint, Params, Range, Sampler, Stage,
+};
 
 /// The `penalty` stage.
 #[derive(Debug, Clone)]
@@ -134,6 +136,17 @@ impl Sampler for Penalty {
             }
         }
         Ok(())
+    }
+
+    /// The tokens of the window (none when neutral or the window is empty).
+    fn footprint(&mut self, cx: &Context<'_>, touched: &mut Vec<u32>) -> Footprint {
+        let window = &cx.history[cx.history.len().saturating_sub(self.last_n)..];
+        if self.is_neutral() || window.is_empty() {
+            return Footprint::Nothing;
+        }
+        self.count(window);
+        touched.extend(self.counts.iter().map(|&(id, _)| id));
+        Footprint::Tokens
     }
 }
 

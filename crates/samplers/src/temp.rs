@@ -34,7 +34,11 @@
 //!   `exponent = 0` always gives `t_max` (`0^0 = 1`). Unlike llama.cpp, the candidates are
 //!   not sorted to compute the entropy.
 
-use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+use alloc::vec::Vec;
+
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Footprint, Params, Range, Sampler, Stage,
+};
 
 use crate::{select, shared};
 
@@ -124,6 +128,19 @@ impl Sampler for Temp {
             apply_temperature(candidates, self.t);
         }
         Ok(())
+    }
+
+    /// A fixed temperature `t > 0` scales by `1/t`; a dynamic one reads the distribution.
+    fn footprint(&mut self, _cx: &Context<'_>, _touched: &mut Vec<u32>) -> Footprint {
+        if self.range > 0.0 {
+            Footprint::Any
+        } else if self.t == 1.0 {
+            Footprint::Nothing
+        } else if self.t > 0.0 {
+            Footprint::Scale((1.0 / self.t) as f32)
+        } else {
+            Footprint::Any
+        }
     }
 }
 

@@ -18,7 +18,11 @@
 //!   `k` is one vectorized threshold pass over the blocks that can hold them (see
 //!   [`Candidates::keep_top`]), not a sort.
 
-use sieve_core::{BuildContext, Candidates, Context, Error, Params, Range, Sampler, Stage};
+use alloc::vec::Vec;
+
+use sieve_core::{
+    BuildContext, Candidates, Context, Error, Footprint, Params, Range, Sampler, Stage,
+};
 
 /// The `top_k` stage.
 #[derive(Debug, Clone)]
@@ -39,6 +43,13 @@ impl Sampler for TopK {
             candidates.keep_top(self.k);
         }
         Ok(())
+    }
+
+    fn footprint(&mut self, _cx: &Context<'_>, _touched: &mut Vec<u32>) -> Footprint {
+        match self.k {
+            0 => Footprint::Nothing,
+            k => Footprint::KeepTop(k),
+        }
     }
 }
 

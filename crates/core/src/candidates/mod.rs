@@ -1,14 +1,16 @@
 //! `Candidates`: the token candidates of one decoding step.
 //!
 //! This file holds the representation and its accessors; `load.rs` the one-pass load of a
-//! borrowed row, `probs.rs` the softmax, `shrink.rs` the truncations and reorderings, `top.rs`
-//! the selection of the best candidates.
+//! borrowed row, `best.rs` the load of only its best candidates, `probs.rs` the softmax,
+//! `shrink.rs` the truncations and reorderings, `top.rs` the selection of the best
+//! candidates.
 
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
 use crate::{math, Error};
 
+mod best;
 mod load;
 mod probs;
 mod shrink;

@@ -7,7 +7,7 @@ use super::{rank, Candidates};
 /// Below this many candidates, selection is `select_nth_unstable`; above, a threshold scan.
 const SCAN_MIN_LEN: usize = 2048;
 /// Strided sample size for estimating a starting threshold.
-const SAMPLE: usize = 1024;
+pub(super) const SAMPLE: usize = 1024;
 
 impl Candidates {
     /// Keeps the `k` candidates with the largest logits (ties: lower id first), sorted in that
@@ -96,43 +96,13 @@ impl Candidates {
 
     /// The third best of a strided sample of `SAMPLE` logits (`-inf` if fewer are finite).
     fn sample_third_best(&self) -> f32 {
-        let n = self.len();
-        let mut best3 = [f32::NEG_INFINITY; 3];
-        for j in 0..SAMPLE {
-            let x = self.logits[j * n / SAMPLE];
-            if x > best3[2] {
-                best3[2] = x;
-                best3.sort_unstable_by(|a, b| b.total_cmp(a));
-            }
-        }
-        best3[2]
+        sample_third_best(&self.logits)
     }
 
     /// The scan of [`Candidates::top_by_running_threshold`] from threshold `start`: the
     /// positions of the best `k` of the logits `≥ start` (all of them if fewer).
     fn running_top(&self, k: usize, start: f32) -> Vec<u32> {
-        let cap = 4 * k.max(16);
-        // (logit, id, position); room for one more block of hits past `cap`.
-        let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + crate::math::SCAN_BLOCK);
-        let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
-        let mut threshold = start;
-        crate::math::scan_at_least(&self.logits, threshold, |positions| {
-            for &pos in positions {
-                let p = pos as usize;
-                buf.push((self.logits[p], self.id(p), pos));
-            }
-            if buf.len() >= cap {
-                buf.select_nth_unstable_by(k - 1, cmp);
-                buf.truncate(k);
-                threshold = buf.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
-            }
-            threshold
-        });
-        if buf.len() > k {
-            buf.select_nth_unstable_by(k - 1, cmp);
-            buf.truncate(k);
-        }
-        buf.into_iter().map(|e| e.2).collect()
+        running_top(&self.logits, |p| self.id(p), k, start)
     }
 
     /// The best `k` of `positions` (all of them if fewer), in no particular order. Selects on
@@ -170,4 +140,54 @@ impl Candidates {
         }
         estimates
     }
+}
+
+/// The third best of a strided sample of `SAMPLE` of `logits` (`-inf` if fewer are finite;
+/// `logits` at least `SAMPLE` long).
+pub(super) fn sample_third_best(logits: &[f32]) -> f32 {
+    sample_rank::<3>(logits)
+}
+
+/// The `R`-th best of a strided sample of `SAMPLE` of `logits` (`-inf` if fewer are finite):
+/// about `R·len / SAMPLE` logits reach it.
+pub(super) fn sample_rank<const R: usize>(logits: &[f32]) -> f32 {
+    let n = logits.len();
+    let mut best = [f32::NEG_INFINITY; R];
+    for j in 0..SAMPLE {
+        let x = logits[j * n / SAMPLE];
+        if x > best[R - 1] {
+            best[R - 1] = x;
+            best.sort_unstable_by(|a, b| b.total_cmp(a));
+        }
+    }
+    best[R - 1]
+}
+
+/// The positions of the best `k` (`k > 0`) of the `logits` at or above `start` (all of them
+/// if fewer), in no particular order, position `p` having id `id(p)` for the ties: one scan
+/// ([`crate::math::scan_at_least`]) with a running threshold, the k-th best so far, raised
+/// each time the buffer of contenders fills.
+fn running_top(logits: &[f32], id: impl Fn(usize) -> u32, k: usize, start: f32) -> Vec<u32> {
+    let cap = 4 * k.max(16);
+    // (logit, id, position); room for one more block of hits past `cap`.
+    let mut buf: Vec<(f32, u32, u32)> = Vec::with_capacity(cap + crate::math::SCAN_BLOCK);
+    let cmp = |a: &(f32, u32, u32), b: &(f32, u32, u32)| rank((a.0, a.1), (b.0, b.1));
+    let mut threshold = start;
+    crate::math::scan_at_least(logits, threshold, |positions| {
+        for &pos in positions {
+            let p = pos as usize;
+            buf.push((logits[p], id(p), pos));
+        }
+        if buf.len() >= cap {
+            buf.select_nth_unstable_by(k - 1, cmp);
+            buf.truncate(k);
+            threshold = buf.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
+        }
+        threshold
+    });
+    if buf.len() > k {
+        buf.select_nth_unstable_by(k - 1, cmp);
+        buf.truncate(k);
+    }
+    buf.into_iter().map(|e| e.2).collect()
 }

@@ -3,7 +3,7 @@
 //! estimate of their sum, [`fast_weight_sum_below`], with a proven bound on its distance, for
 //! bounding mass where a decision does not need every weight). Written as fixed-width lane loops that LLVM turns into SIMD on the baseline
 //! target (SSE2 on x86-64, NEON on aarch64), so they need no `std`. The only `unsafe` is the
-//! AVX2 kernels of [`scan_at_least`] and [`positions_at_least`] and the `set_len` of the
+//! AVX2 kernels of [`scan_at_least`], [`scan_at_least_checked`] and [`positions_at_least`] and the `set_len` of the
 //! weights kernels, allowed there alone (the crate denies `unsafe_code`).
 //!
 //! No result depends on the target: every kernel does the same `f32` operations per value in
@@ -21,7 +21,7 @@ mod weights;
 
 pub use exp::exp;
 pub use max::{max, max_if_clean, none_nan_or_pos_inf, sanitize, sum};
-pub use scan::{positions_at_least, scan_at_least, SCAN_BLOCK};
+pub use scan::{positions_at_least, scan_at_least, scan_at_least_checked, SCAN_BLOCK};
 pub use weights::{
     exp_shifted_into, exp_shifted_to_vec, fast_weight_sum_below, fast_weight_sum_rounding,
     fast_weights_into, sum_f64, sum_f64_below, FAST_WEIGHT_MAX_DEPTH, FAST_WEIGHT_REL_BASE,

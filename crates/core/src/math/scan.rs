@@ -62,16 +62,56 @@ pub fn scan_at_least(xs: &[f32], threshold: f32, mut on_hits: impl FnMut(&[u32])
     }
 }
 
+/// [`scan_at_least`] that also checks `xs`: returns whether no value is NaN or `+inf` (`-inf`
+/// is fine), so that a row is checked and scanned in one read. `on_hits` may be handed the
+/// position of a `+inf` (it is at or above any threshold), never a NaN's.
+///
+/// The check rides on lane sums, as in [`max_if_clean`](super::max_if_clean): a NaN makes
+/// them NaN and a `+inf` makes them `+inf` or NaN, while finite values and `-inf` keep them
+/// below `+inf` or at `-inf`; only finite values whose sum overflows raise a false alarm,
+/// which a second, exact read then clears.
+#[allow(unsafe_code)] // the AVX2 kernel below; the portable loop is safe code
+pub fn scan_at_least_checked(
+    xs: &[f32],
+    threshold: f32,
+    mut on_hits: impl FnMut(&[u32]) -> f32,
+) -> bool {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    // SAFETY: compiled only when the whole build targets AVX2, as for `scan_at_least`.
+    let total = unsafe { avx2::scan_at_least_summed(xs, threshold, &mut on_hits) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+    let total = {
+        let mut sums = [0.0f32; SCAN_BLOCK];
+        let mut t = threshold;
+        let mut hits = [0u32; SCAN_BLOCK];
+        for (b, block) in xs.chunks(SCAN_BLOCK).enumerate() {
+            let mut n = 0;
+            for (j, &x) in block.iter().enumerate() {
+                sums[j] += x;
+                hits[n] = (b * SCAN_BLOCK + j) as u32;
+                n += usize::from(x >= t);
+            }
+            if n > 0 {
+                t = on_hits(&hits[..n]);
+            }
+        }
+        sums.iter().fold(0.0f32, |s, &x| s + x)
+    };
+    let clean = total < f32::INFINITY || total == f32::NEG_INFINITY;
+    clean || xs.iter().all(|&x| x < f32::INFINITY)
+}
+
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 #[allow(unsafe_code)] // the documented vectorized kernels: unaligned loads and stores in bounds
 mod avx2 {
     use super::SCAN_BLOCK;
     use alloc::vec::Vec;
     use core::arch::x86_64::{
-        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_cmp_ps, _mm256_cvtepu8_epi32,
-        _mm256_loadu_ps, _mm256_max_ps, _mm256_movemask_ps, _mm256_permutevar8x32_epi32,
-        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32, _mm256_storeu_si256, _mm_loadl_epi64,
-        _CMP_GE_OQ, _CMP_NLT_UQ,
+        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_cmp_ps,
+        _mm256_cvtepu8_epi32, _mm256_loadu_ps, _mm256_max_ps, _mm256_movemask_ps,
+        _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32,
+        _mm256_setzero_ps, _mm256_storeu_ps, _mm256_storeu_si256, _mm_loadl_epi64, _CMP_GE_OQ,
+        _CMP_NLT_UQ,
     };
 
     /// For each 8-bit mask, the indices of its set bits in increasing order, then zeros: the
@@ -229,5 +269,81 @@ mod avx2 {
         if n > 0 {
             on_hits(&hits[..n]);
         }
+    }
+
+    /// Blocks of [`scan_at_least_summed`] read before their hits are handled: the reading
+    /// loop makes no call, so its sums stay in registers.
+    const CHUNK_BLOCKS: usize = 16;
+
+    /// See [`super::scan_at_least_checked`]: [`scan_at_least`]'s blocks, read a chunk of
+    /// [`CHUNK_BLOCKS`] at a time into eight lane sums (one per group of a block, so no add
+    /// waits for another) and a mask of the blocks that may hold a hit, whose hits are then
+    /// handled; returns the total of the sums and the tail. A block flagged under a threshold
+    /// that `on_hits` has raised since is packed under the new one, which finds exactly its
+    /// hits.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn scan_at_least_summed(
+        xs: &[f32],
+        threshold: f32,
+        on_hits: &mut impl FnMut(&[u32]) -> f32,
+    ) -> f32 {
+        const GROUPS: usize = SCAN_BLOCK / 8;
+        let mut t = threshold;
+        let mut tv = _mm256_set1_ps(t);
+        let mut sums = [_mm256_setzero_ps(); GROUPS];
+        let mut hits = [0u32; SCAN_BLOCK];
+        let p = xs.as_ptr();
+        let whole = xs.len() / SCAN_BLOCK * SCAN_BLOCK;
+        let mut chunk = 0;
+        while chunk < whole {
+            let end = whole.min(chunk + CHUNK_BLOCKS * SCAN_BLOCK);
+            let mut flagged = 0u32;
+            for (b, i) in (chunk..end).step_by(SCAN_BLOCK).enumerate() {
+                // SAFETY: `i + SCAN_BLOCK <= end <= whole <= xs.len()`: the block lies within
+                // `xs`.
+                let load = |g: usize| unsafe { _mm256_loadu_ps(p.add(i + 8 * g)) };
+                let mut max = load(GROUPS - 1);
+                for (g, sum) in sums.iter_mut().enumerate() {
+                    let v = load(g);
+                    *sum = _mm256_add_ps(*sum, v);
+                    max = _mm256_max_ps(v, max);
+                }
+                // As in `any_ge`: a NaN may reach `max` and flag the block, whose exact
+                // compares in `pack` then reject it.
+                let maybe = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(max, tv)) != 0;
+                flagged |= u32::from(maybe) << b;
+            }
+            while flagged != 0 {
+                let i = chunk + flagged.trailing_zeros() as usize * SCAN_BLOCK;
+                flagged &= flagged - 1;
+                // SAFETY: a flagged block lies within `xs` (above), and `hits` holds
+                // SCAN_BLOCK slots.
+                let n = unsafe { pack::<SCAN_BLOCK>(p.add(i), i as u32, tv, hits.as_mut_ptr()) };
+                if n > 0 {
+                    t = on_hits(&hits[..n]);
+                    tv = _mm256_set1_ps(t);
+                }
+            }
+            chunk = end;
+        }
+        let mut lanes = [0.0f32; SCAN_BLOCK];
+        for (g, sum) in sums.iter().enumerate() {
+            // SAFETY: `lanes[8 * g..]` holds 8 writable `f32` (`g < GROUPS`).
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * g), *sum) };
+        }
+        let mut n = 0;
+        let mut total = lanes.iter().fold(0.0f32, |s, &x| s + x);
+        for (j, &x) in xs.iter().enumerate().skip(whole) {
+            total += x;
+            hits[n] = j as u32;
+            n += usize::from(x >= t);
+        }
+        if n > 0 {
+            on_hits(&hits[..n]);
+        }
+        total
     }
 }

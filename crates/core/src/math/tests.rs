@@ -164,6 +164,59 @@ fn scan_at_least_calls_back_per_block_with_the_running_threshold() {
 }
 
 #[test]
+fn scan_at_least_checked_makes_the_same_calls_and_checks_the_row() {
+    // The same calls as `scan_at_least` (the chunked kernel packs a block flagged under a
+    // threshold raised since under the new one), and the check of `none_nan_or_pos_inf`.
+    let calls_of = |xs: &[f32], checked: bool| {
+        let mut calls: Vec<Vec<u32>> = Vec::new();
+        let mut on_hits = |hits: &[u32]| {
+            calls.push(hits.to_vec());
+            let seen = calls.iter().flatten().map(|&i| xs[i as usize]);
+            seen.filter(|x| *x < f32::INFINITY).fold(f32::MIN, f32::max)
+        };
+        let clean = if checked {
+            scan_at_least_checked(xs, f32::MIN, &mut on_hits)
+        } else {
+            scan_at_least(xs, f32::MIN, &mut on_hits);
+            true
+        };
+        (calls, clean)
+    };
+    for n in [0, 5, 64, 65, 1000, 1024, 1089, 4099] {
+        // `assorted` without its NaN and `+inf`.
+        let clean: Vec<f32> = assorted(n, 3 * n as u64 + 1)
+            .into_iter()
+            .map(|x| if x < f32::INFINITY { x } else { 1.5 })
+            .collect();
+        let mut rows = alloc::vec![(clean.clone(), true)];
+        for at in [0, n / 2, n.saturating_sub(1)]
+            .into_iter()
+            .filter(|_| n > 0)
+        {
+            for bad in [f32::NAN, -f32::NAN, f32::INFINITY] {
+                let mut row = clean.clone();
+                row[at] = bad;
+                rows.push((row, false));
+            }
+            let mut row = clean.clone();
+            row[at] = f32::NEG_INFINITY;
+            rows.push((row, true));
+        }
+        // Finite values whose sum overflows: a false alarm the exact read clears.
+        rows.push((alloc::vec![f32::MAX; n], true));
+        rows.push((alloc::vec![f32::NEG_INFINITY; n], true));
+        for (row, want_clean) in rows {
+            let (calls, clean) = calls_of(&row, true);
+            assert_eq!(clean, want_clean, "n = {n}");
+            assert_eq!(clean, none_nan_or_pos_inf(&row), "n = {n}");
+            if want_clean {
+                assert_eq!(calls, calls_of(&row, false).0, "n = {n}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_nan_hides_no_hit() {
     // A NaN in each group of a block, the only hit in another group of it.
     for nan_at in 0..SCAN_BLOCK {
