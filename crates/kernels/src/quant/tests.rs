@@ -560,16 +560,22 @@ fn speed_panels_by_isa() {
     }
 }
 
-/// How long quantizing 256 activation rows of 576 takes.
+/// How long quantizing 256 activation rows of 576 takes, on each ISA's quantizer (best of
+/// 20, the ISAs alternating).
 #[test]
 #[ignore = "a timing, not a test"]
 fn speed_act() {
     let x: Vec<f32> = (0..256 * 576).map(|i| (i as f32 * 0.37).sin()).collect();
-    let mut best = f64::MAX;
+    let isas = crate::Isa::available();
+    let mut best = vec![f64::MAX; isas.len()];
     for _ in 0..20 {
-        let t = std::time::Instant::now();
-        std::hint::black_box(Act::new(crate::Isa::best(), &x, 256, 576));
-        best = best.min(t.elapsed().as_secs_f64());
+        for (b, &isa) in best.iter_mut().zip(&isas) {
+            let t = std::time::Instant::now();
+            std::hint::black_box(Act::new(isa, &x, 256, 576));
+            *b = b.min(t.elapsed().as_secs_f64());
+        }
     }
-    eprintln!("act 256x576: {:.1} us", best * 1e6);
+    for (b, isa) in best.iter().zip(&isas) {
+        eprintln!("act 256x576 {isa:?}: {:.1} us", b * 1e6);
+    }
 }
