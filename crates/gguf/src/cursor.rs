@@ -21,10 +21,15 @@ pub(crate) struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// A reader at the start of `bytes` (the contents of `path`).
     pub(crate) fn new(path: &'a Path, bytes: &'a [u8]) -> Self {
+        Cursor::at(path, bytes, 0)
+    }
+
+    /// A reader at byte `pos` of `bytes` (at most their length).
+    pub(crate) fn at(path: &'a Path, bytes: &'a [u8], pos: usize) -> Self {
         Cursor {
             path,
             bytes,
-            pos: 0,
+            pos: pos.min(bytes.len()),
         }
     }
 
@@ -107,6 +112,11 @@ impl<'a> Cursor<'a> {
 
     /// A GGUF string: a `u64` length and UTF-8 bytes.
     pub(crate) fn string(&mut self, what: &dyn Fn() -> String) -> Result<String> {
+        self.str(what).map(str::to_string)
+    }
+
+    /// A GGUF string, borrowed from the file's bytes.
+    pub(crate) fn str(&mut self, what: &dyn Fn() -> String) -> Result<&'a str> {
         let at = self.pos;
         let len = self.u64(what)?;
         if len > self.remaining() {
@@ -121,7 +131,7 @@ impl<'a> Cursor<'a> {
         }
         let start = self.pos;
         let bytes = self.take(len, what)?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| Error::Malformed {
+        std::str::from_utf8(bytes).map_err(|e| Error::Malformed {
             path: self.path.to_path_buf(),
             what: what(),
             offset: start as u64,
@@ -154,22 +164,10 @@ impl<'a> Cursor<'a> {
             ValueType::I64 => Value::I64(i64::from_le_bytes(self.array(what)?)),
             ValueType::F32 => Value::F32(f32::from_le_bytes(self.array(what)?)),
             ValueType::F64 => Value::F64(f64::from_le_bytes(self.array(what)?)),
-            ValueType::Bool => match self.array::<1>(what)?[0] {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                b => {
-                    self.pos -= 1;
-                    return Err(self.malformed(what, format!("bool byte {b}, expected 0 or 1")));
-                }
-            },
+            ValueType::Bool => Value::Bool(self.bool(what)?),
             ValueType::String => Value::String(self.string(what)?),
             ValueType::Array => {
-                if depth >= MAX_ARRAY_DEPTH {
-                    return Err(self.malformed(
-                        what,
-                        format!("arrays nested more than {MAX_ARRAY_DEPTH} deep"),
-                    ));
-                }
+                self.check_depth(depth, what)?;
                 let elem = self.value_type(what)?;
                 let n = self.count(elem.min_bytes(), what)?;
                 let mut items = Vec::with_capacity(n);
@@ -180,4 +178,79 @@ impl<'a> Cursor<'a> {
             }
         })
     }
+
+    /// A `bool`: one byte, 0 or 1.
+    fn bool(&mut self, what: &dyn Fn() -> String) -> Result<bool> {
+        match self.array::<1>(what)?[0] {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => {
+                self.pos -= 1;
+                Err(self.malformed(what, format!("bool byte {b}, expected 0 or 1")))
+            }
+        }
+    }
+
+    /// Refuses an array nested `depth` arrays deep when that is too deep.
+    fn check_depth(&self, depth: usize, what: &dyn Fn() -> String) -> Result<()> {
+        if depth >= MAX_ARRAY_DEPTH {
+            return Err(self.malformed(
+                what,
+                format!("arrays nested more than {MAX_ARRAY_DEPTH} deep"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An array (its element type, count and elements) checked exactly as [`Cursor::value`]
+    /// reads one, but left in the file: nothing is allocated for its elements.
+    pub(crate) fn raw_array(&mut self, what: &dyn Fn() -> String) -> Result<RawArray> {
+        let head = self.pos;
+        let (elem, count) = self.skip_array(0, what)?;
+        Ok(RawArray {
+            elem,
+            count,
+            head,
+            start: head + 12,
+        })
+    }
+
+    /// Checks and steps over an array's element type, count and elements.
+    fn skip_array(
+        &mut self,
+        depth: usize,
+        what: &dyn Fn() -> String,
+    ) -> Result<(ValueType, usize)> {
+        self.check_depth(depth, what)?;
+        let elem = self.value_type(what)?;
+        let n = self.count(elem.min_bytes(), what)?;
+        for _ in 0..n {
+            self.skip(elem, depth + 1, what)?;
+        }
+        Ok((elem, n))
+    }
+
+    /// Checks and steps over one value of type `t`.
+    fn skip(&mut self, t: ValueType, depth: usize, what: &dyn Fn() -> String) -> Result<()> {
+        match t {
+            ValueType::String => self.str(what).map(drop),
+            ValueType::Bool => self.bool(what).map(drop),
+            ValueType::Array => self.skip_array(depth, what).map(drop),
+            fixed => self.take(fixed.min_bytes(), what).map(drop),
+        }
+    }
+}
+
+/// An array left in the file's bytes ([`Cursor::raw_array`]), checked when the header was
+/// read: its elements are read from the file when asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawArray {
+    /// The element type.
+    pub elem: ValueType,
+    /// Number of elements.
+    pub count: usize,
+    /// Offset of the array's element type id in the file.
+    pub head: usize,
+    /// Offset of the first element.
+    pub start: usize,
 }

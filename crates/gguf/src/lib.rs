@@ -32,6 +32,7 @@
 mod cursor;
 mod error;
 mod ggml_type;
+mod metadata;
 mod reader;
 mod split;
 mod value;
@@ -39,10 +40,11 @@ mod writer;
 
 pub use error::{Error, Result};
 pub use ggml_type::GgmlType;
+pub use metadata::Metadata;
 pub use reader::{
     GgufFile, Header, Storage, TensorInfo, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS,
     MAX_NAME,
 };
 pub use split::{shard_name, split_name, GgufModel, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
-pub use value::{Metadata, Value, ValueType};
+pub use value::{Value, ValueType};
 pub use writer::Writer;

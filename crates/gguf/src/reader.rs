@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use crate::cursor::Cursor;
 use crate::ggml_type::GgmlType;
-use crate::value::{Metadata, ValueType};
+use crate::metadata::{Metadata, Parsed};
+use crate::value::ValueType;
 use crate::{Error, Result};
 
 /// `GGUF` read as a little-endian `u32`.
@@ -81,6 +82,21 @@ impl Header {
     /// `general.alignment` or a duplicate key, [`Error::BadTensor`] for a tensor whose type,
     /// shape or offset does not fit the file.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Header> {
+        Header::parse_in(path, bytes, None)
+    }
+
+    /// [`Header::parse`] of `storage`, leaving the metadata's arrays in it: they are checked
+    /// element by element as they would be parsed, and read from `storage` when asked for
+    /// (see [`Metadata`]), so a vocabulary's strings are not copied.
+    ///
+    /// # Errors
+    /// As [`Header::parse`].
+    pub fn parse_shared(path: &Path, storage: &Storage) -> Result<Header> {
+        Header::parse_in(path, (**storage).as_ref(), Some(storage))
+    }
+
+    /// [`Header::parse`], arrays left in `storage` (the same bytes as `bytes`) when given.
+    fn parse_in(path: &Path, bytes: &[u8], storage: Option<&Storage>) -> Result<Header> {
         let mut c = Cursor::new(path, bytes);
         let magic = bytes.get(..4).unwrap_or(bytes);
         if magic != MAGIC.to_le_bytes() {
@@ -114,10 +130,13 @@ impl Header {
             let key = c.string(&|| format!("metadata key {i}"))?;
             let what = || format!("metadata key `{key}`");
             let t = c.value_type(&what)?;
-            let value = c.value(t, 0, &what)?;
+            let value = match (t, storage) {
+                (ValueType::Array, Some(_)) => Parsed::Raw(c.raw_array(&what)?),
+                _ => Parsed::Value(c.value(t, 0, &what)?),
+            };
             entries.push((key, value));
         }
-        let metadata = Metadata::new(path, entries)?;
+        let metadata = Metadata::with_bytes(path, entries, storage.cloned())?;
         let alignment = match metadata.get(ALIGNMENT_KEY) {
             None => DEFAULT_ALIGNMENT,
             Some(v) => {
@@ -325,7 +344,7 @@ impl GgufFile {
     /// As [`Header::parse`].
     pub fn from_storage(path: impl AsRef<Path>, storage: Storage) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let header = Header::parse(&path, (*storage).as_ref())?;
+        let header = Header::parse_shared(&path, &storage)?;
         let by_name = header
             .tensors
             .iter()

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::metadata::Metadata;
 use crate::reader::{GgufFile, TensorInfo};
-use crate::value::Metadata;
 use crate::{Error, Result};
 
 /// The key holding a shard's 0-based index.

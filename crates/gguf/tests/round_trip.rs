@@ -69,6 +69,72 @@ fn every_value_type_and_tensor_comes_back() {
     assert_eq!(b.file_offset % 32, 0);
 }
 
+/// A file's arrays are read in place by the typed accessors (no parse), with the same
+/// answers and errors as parsed arrays; `get` and `entries` parse them.
+#[test]
+fn arrays_left_in_the_file_read_as_parsed_ones() {
+    let mut w = Writer::new();
+    w.metadata("strings", Value::strings(["x", "yz", ""]));
+    w.metadata("f32", Value::f32s([0.5, -1.0]));
+    w.metadata("f64", Value::Array(ValueType::F64, vec![Value::F64(2.5)]));
+    w.metadata(
+        "u64",
+        Value::Array(ValueType::U64, vec![Value::U64(7), Value::U64(1 << 40)]),
+    );
+    w.metadata("i8", Value::Array(ValueType::I8, vec![Value::I8(-3)]));
+    w.metadata("empty", Value::Array(ValueType::U16, Vec::new()));
+    w.metadata(
+        "nested",
+        Value::Array(ValueType::Array, vec![Value::i32s([1])]),
+    );
+    let file = parse(w.to_bytes().unwrap());
+    let m = file.metadata();
+    assert!(m.contains("strings") && !m.contains("absent"));
+    assert_eq!(
+        m.get_str_array("strings").unwrap().unwrap(),
+        ["x", "yz", ""]
+    );
+    assert_eq!(m.get_f32_array("f32").unwrap().unwrap(), [0.5, -1.0]);
+    assert_eq!(m.get_f32_array("f64").unwrap().unwrap(), [2.5]);
+    assert_eq!(m.get_i32_array("i8").unwrap().unwrap(), [-3]);
+    assert_eq!(
+        m.get_i32_array("empty").unwrap().unwrap(),
+        Vec::<i32>::new()
+    );
+    assert_eq!(
+        m.get_str_array("empty").unwrap().unwrap(),
+        Vec::<&str>::new()
+    );
+    let e = m.get_i32_array("u64").unwrap_err().to_string();
+    assert!(
+        e.contains("element 1") && e.contains("does not fit i32"),
+        "{e}"
+    );
+    for (key, wanted, found) in [
+        ("strings", "get_i32_array", "array of string"),
+        ("f32", "get_str_array", "array of f32"),
+        ("nested", "get_f32_array", "array of array"),
+        ("strings", "get_u32", "array of string"),
+    ] {
+        let e = match wanted {
+            "get_i32_array" => m.get_i32_array(key).map(drop),
+            "get_str_array" => m.get_str_array(key).map(drop),
+            "get_f32_array" => m.get_f32_array(key).map(drop),
+            _ => m.get_u32(key).map(drop),
+        }
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("`{key}`")) && e.contains(found),
+            "{key}: {e}"
+        );
+    }
+    assert_eq!(m.get("strings"), Some(&Value::strings(["x", "yz", ""])));
+    let nested = Value::Array(ValueType::Array, vec![Value::i32s([1])]);
+    assert_eq!(m.entries().last(), Some(&("nested".to_string(), nested)));
+    assert_eq!(m.len(), 7);
+}
+
 #[test]
 fn a_custom_alignment_is_used_and_read() {
     let mut w = Writer::new();

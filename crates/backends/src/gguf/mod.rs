@@ -74,8 +74,22 @@ pub fn vocab(meta: &Metadata, path: &Path) -> Result<GgufVocab> {
 /// As [`vocab`], for keys of the wrong type.
 pub fn eos_ids(model: &GgufModel) -> Result<Vec<u32>> {
     let meta = model.metadata();
-    if meta.get(GgufVocab::KEY_TOKENS).is_some() && meta.get(GgufVocab::KEY_MODEL).is_some() {
-        return Ok(vocab(meta, model.first().path())?.end_of_generation_ids());
+    if meta.contains(GgufVocab::KEY_TOKENS) && meta.contains(GgufVocab::KEY_MODEL) {
+        // The tokens as the metadata holds them (in the file), not a copy of the vocabulary.
+        let tokens = meta
+            .get_str_array(GgufVocab::KEY_TOKENS)?
+            .unwrap_or_default();
+        let model_name = meta.get_str(GgufVocab::KEY_MODEL)?.unwrap_or_default();
+        let ids = [
+            meta.get_u32(GgufVocab::KEY_EOS_ID)?,
+            meta.get_u32(GgufVocab::KEY_EOT_ID)?,
+            meta.get_u32(GgufVocab::KEY_EOM_ID)?,
+        ];
+        return Ok(sieve_text::gguf_vocab::end_of_generation_ids(
+            model_name,
+            tokens.into_iter(),
+            ids,
+        ));
     }
     Ok(meta.get_u32(GgufVocab::KEY_EOS_ID)?.into_iter().collect())
 }

@@ -148,6 +148,17 @@ impl GgufVocab {
     }
 }
 
+/// [`GgufVocab::end_of_generation_ids`] of a vocabulary given by its `tokenizer.ggml.model`,
+/// its tokens (borrowed: a GGUF file's metadata read in place, not copied) and its EOS, EOT and
+/// EOM ids (`ids`, in that order).
+pub fn end_of_generation_ids<'a>(
+    model: &str,
+    tokens: impl ExactSizeIterator<Item = &'a str>,
+    ids: [Option<u32>; 3],
+) -> Vec<u32> {
+    vocab::eog_ids(model, tokens, ids)
+}
+
 /// Builds the tokenizer llama.cpp would use for this metadata.
 ///
 /// # Errors

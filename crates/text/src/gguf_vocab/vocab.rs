@@ -322,24 +322,28 @@ fn resolve_preset(meta: &GgufVocab) -> Result<Preset> {
 
 /// See [`GgufVocab::end_of_generation_ids`].
 pub(super) fn end_of_generation_ids(meta: &GgufVocab) -> Vec<u32> {
-    let n = meta.tokens.len();
-    let mut out: Vec<u32> = meta
-        .tokens
-        .iter()
+    let ids = [meta.eos_id, meta.eot_id, meta.eom_id];
+    eog_ids(&meta.model, meta.tokens.iter().map(String::as_str), ids)
+}
+
+/// See [`super::end_of_generation_ids`]: `ids` are EOS, EOT and EOM.
+pub(super) fn eog_ids<'a>(
+    model: &str,
+    tokens: impl ExactSizeIterator<Item = &'a str>,
+    [eos, eot, eom]: [Option<u32>; 3],
+) -> Vec<u32> {
+    let n = tokens.len();
+    let mut out: Vec<u32> = tokens
         .enumerate()
-        .filter(|(_, t)| EOG_BY_TEXT.contains(&t.as_str()))
+        .filter(|(_, t)| EOG_BY_TEXT.contains(t))
         .map(|(i, _)| i as u32)
         .collect();
-    let eos_default = match meta.model.as_str() {
+    let eos_default = match model {
         "llama" => Some(2),
         "gpt2" => Some(11),
         _ => None,
     };
-    out.extend(
-        [meta.eos_id.or(eos_default), meta.eot_id, meta.eom_id]
-            .into_iter()
-            .flatten(),
-    );
+    out.extend([eos.or(eos_default), eot, eom].into_iter().flatten());
     out.retain(|&id| (id as usize) < n);
     out.sort_unstable();
     out.dedup();
