@@ -195,9 +195,8 @@ pub fn resolve(dir: Option<&Path>) -> Result<PathBuf, Failure> {
 /// Usage: a directory that is missing, malformed, or of an unsupported architecture; a Hub
 /// name that cannot be resolved.
 pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
-    let path = resolve(dir)?;
+    let (path, dir) = open_at(dir)?;
     let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
-    let dir = ModelDir::open(&path).map_err(at)?;
     let tokenizer = dir.tokenizer().map_err(at)?;
     let vocab = dir.vocab(&tokenizer);
     Ok(ModelFiles {
@@ -205,6 +204,25 @@ pub fn open_files(dir: Option<&Path>) -> Result<ModelFiles, Failure> {
         tokenizer,
         vocab,
     })
+}
+
+/// Reads the configuration of the model `dir` names, as [`open_files`] does, without the
+/// tokenizer: for a command that feeds the model token ids and reads nothing back as text
+/// (`bench model` without `--prompt`), which then does not hold the tokenizer's tables (tens
+/// of megabytes for a 150 000-token vocabulary).
+///
+/// # Errors
+/// As [`open_files`].
+pub fn open_dir(dir: Option<&Path>) -> Result<ModelDir, Failure> {
+    open_at(dir).map(|(_, dir)| dir)
+}
+
+/// The path `dir` resolves to ([`resolve`]) and the [`ModelDir`] opened there.
+fn open_at(dir: Option<&Path>) -> Result<(PathBuf, ModelDir), Failure> {
+    let path = resolve(dir)?;
+    let at = |e: sieve_backends::Error| Failure::usage(format!("--model {}: {e}", path.display()));
+    let dir = ModelDir::open(&path).map_err(at)?;
+    Ok((path, dir))
 }
 
 /// Loads the weights of `files` onto `backend` in `precision`, with a progress bar on a
@@ -218,10 +236,22 @@ pub fn load(
     backend: BackendKind,
     precision: Precision,
 ) -> Result<OpenModel, Failure> {
+    let model = load_dir(&files.dir, backend, precision)?;
+    Ok(OpenModel { files, model })
+}
+
+/// [`load`] of a [`ModelDir`] alone (see [`open_dir`]).
+///
+/// # Errors
+/// As [`load`].
+pub fn load_dir(
+    dir: &ModelDir,
+    backend: BackendKind,
+    precision: Precision,
+) -> Result<LoadedModel, Failure> {
     let bar = weights_bar();
     let drawn = bar.clone();
-    let model = files
-        .dir
+    let model = dir
         .load_with_progress(backend, precision.weights, move |done, total| {
             drawn.set_length(total);
             drawn.set_position(done);
@@ -231,7 +261,7 @@ pub fn load(
             Ok(model)
         })
         .map_err(|e| {
-            let message = anyhow::anyhow!("loading {}: {e}", files.dir.path().display());
+            let message = anyhow::anyhow!("loading {}: {e}", dir.path().display());
             if e.is_bad_model_file() {
                 Failure::Usage(message)
             } else {
@@ -239,10 +269,7 @@ pub fn load(
             }
         });
     bar.finish_and_clear();
-    Ok(OpenModel {
-        files,
-        model: model?,
-    })
+    model
 }
 
 /// A progress bar of the weights read, drawn on stderr only when it is a terminal.

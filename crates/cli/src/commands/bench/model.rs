@@ -6,7 +6,9 @@
 //! token (the first prefill), prefill tokens/s of the first and (median) of `--prefills` warm
 //! repeats, the median and p90 decode step with its tokens/s, and beside it the floor: the
 //! bytes of weights a decode step reads over the machine's read bandwidth measured with all
-//! cores (`bench::bandwidth`), with the ratio; the load time and the peak resident memory.
+//! cores (`bench::bandwidth`), with the ratio; the load time and the peak resident memory
+//! (the model file's mapped pages included; the tokenizer is built only for `--prompt`,
+//! `--draft` or `--lookup`, since synthetic ids need none).
 //! With `--batch 1,4,8`, for each size the prompt is also prefilled once and forked into that
 //! many sequences (or, with `--separate-prompts`, prefilled by each sequence itself, so no
 //! cache is shared), and `--gen` rounds each time one step of every size in turn, a step
@@ -176,7 +178,14 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     };
     let (backend, precision) = args.load.resolve()?;
     model::threads(args.threads)?;
-    let files = model::open_files(Some(&args.model))?;
+    // The tokenizer (and the samplers' vocabulary) only when text is encoded or decoded:
+    // synthetic ids need neither, and a 150 000-token vocabulary's tables would count in the
+    // peak resident memory reported.
+    let needs_text = args.prompt.is_some() || args.draft.is_some() || args.lookup.is_some();
+    let files = match needs_text {
+        true => Some(model::open_files(Some(&args.model))?),
+        false => None,
+    };
     let draft_tokens = match (&args.draft, args.lookup) {
         (Some(_), _) => Some(args.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS)),
         (None, n) => n,
@@ -191,23 +200,27 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             n,
         )?;
     }
-    let draft_files = match &args.draft {
-        Some(dir) => Some(open_draft(dir, &files)?),
-        None => None,
+    let draft_files = match (&args.draft, &files) {
+        (Some(dir), Some(files)) => Some(open_draft(dir, files)?),
+        _ => None,
+    };
+    let dir = match &files {
+        Some(files) => files.dir.clone(),
+        None => model::open_dir(Some(&args.model))?,
     };
     let t = std::time::Instant::now();
-    let mut open = model::load(files, backend, precision)?;
+    let mut loaded = model::load_dir(&dir, backend, precision)?;
     let load_s = t.elapsed().as_secs_f64();
-    let (vocab, context) = (open.files.dir.vocab_size(), open.files.dir.context_len());
+    let (vocab, context) = (dir.vocab_size(), dir.context_len());
     if args.prompt_len + args.generate > context {
         return Err(Failure::usage(format!(
             "--prompt-len {} + --gen {} exceeds the model's context of {context}",
             args.prompt_len, args.generate
         )));
     }
-    let prompt: Vec<u32> = match &args.prompt {
-        Some(text) => model::prompt_tokens(&open.files, Some(text), None)?,
-        None => (0..args.prompt_len)
+    let prompt: Vec<u32> = match (&args.prompt, &files) {
+        (Some(text), Some(files)) => model::prompt_tokens(files, Some(text), None)?,
+        _ => (0..args.prompt_len)
             .map(|i| (1 + i % (vocab - 1).max(1)) as u32)
             .collect(),
     };
@@ -219,7 +232,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
             args.generate
         )));
     }
-    let timings = time_model(&mut open.model, &prompt, args.generate, args.prefills)
+    let timings = time_model(&mut loaded, &prompt, args.generate, args.prefills)
         .map_err(anyhow::Error::new)
         .runtime()?;
     let decode = timings
@@ -230,7 +243,7 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         true => (BatchPrompts::Separate, "separate"),
         false => (BatchPrompts::Forked, "forked"),
     };
-    let timed = time_batches(&mut open.model, &prompt, args.generate, &sizes, prompts)
+    let timed = time_batches(&mut loaded, &prompt, args.generate, &sizes, prompts)
         .map_err(anyhow::Error::new)
         .runtime()?;
     for t in &timed {
@@ -258,37 +271,31 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
     // Quantized matrices (a GGUF file's blocks, or `--quantize`) are counted matrix by
     // matrix at the size they are kept in; float ones at the model's bytes per weight.
     let quantized = matches!(precision.weights, WeightDtype::Quant(_));
-    let blocks = quantized || open.files.dir.gguf().is_some();
+    let blocks = quantized || dir.gguf().is_some();
     let weights_read_bytes = match blocks {
-        true => open
-            .files
-            .dir
-            .bytes_read_per_token(precision.weights)
-            .runtime()?,
-        false => {
-            (open.model.config().weights_read_per_token() * open.model.bytes_per_weight()) as u64
-        }
+        true => dir.bytes_read_per_token(precision.weights).runtime()?,
+        false => (loaded.config().weights_read_per_token() * loaded.bytes_per_weight()) as u64,
     };
     // Read before the bandwidth buffer is allocated, which would count otherwise.
     let peak_rss_bytes = peak_rss();
     let bandwidth = read_bandwidth(threads, weights_read_bytes as usize);
     let decode_floor_ms = weights_read_bytes as f64 / bandwidth * 1e3;
-    let speculative = match draft_tokens {
-        Some(k) => {
+    let speculative = match (draft_tokens, &files) {
+        (Some(k), Some(files)) => {
             let mut draft = match draft_files {
                 Some(files) => Some(model::load(files, backend, precision)?),
                 None => None,
             };
             Some(compare_speculative(
-                &mut open.model,
+                &mut loaded,
                 draft.as_mut().map(|d| &mut d.model),
-                &open.files.tokenizer,
+                &files.tokenizer,
                 &prompt,
                 args.generate,
                 k,
             )?)
         }
-        None => None,
+        _ => None,
     };
     let report = ModelReport {
         backend: backend.name().to_string(),
@@ -305,12 +312,12 @@ pub fn run(args: &BenchModelArgs) -> Result<String, Failure> {
         decode_floor_ms,
         decode_vs_floor: decode.median / decode_floor_ms,
         threads,
-        dtype: match open.files.dir.gguf() {
+        dtype: match dir.gguf() {
             _ if quantized => precision.weights.name().to_string(),
             Some(gguf) if precision.weights == WeightDtype::Auto => stored_types(gguf),
-            _ => open.model.weights_dtype().to_string(),
+            _ => loaded.weights_dtype().to_string(),
         },
-        kv_cache: open.model.kv_dtype().to_string(),
+        kv_cache: loaded.kv_dtype().to_string(),
         load_s,
         peak_rss_bytes,
         batches,
