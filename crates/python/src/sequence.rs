@@ -273,13 +273,13 @@ impl Sequence {
         with_candidates(|c| match mode {
             Mode::Select => {
                 let token = self.select_in(c, row, history)?;
-                row.fill(f32::NEG_INFINITY);
+                sieve_core::math::fill(row, f32::NEG_INFINITY);
                 row[token as usize] = 0.0;
                 Ok(Some(token))
             }
             Mode::Distribution => {
                 self.transform_in(c, row, history)?;
-                row.fill(f32::NEG_INFINITY);
+                sieve_core::math::fill(row, f32::NEG_INFINITY);
                 for (id, x) in kept(c) {
                     row[id as usize] = x;
                 }

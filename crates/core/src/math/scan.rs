@@ -305,14 +305,19 @@ mod avx2 {
                 // SAFETY: `i + SCAN_BLOCK <= end <= whole <= xs.len()`: the block lies within
                 // `xs`.
                 let load = |g: usize| unsafe { _mm256_loadu_ps(p.add(i + 8 * g)) };
-                let mut max = load(GROUPS - 1);
-                for (g, sum) in sums.iter_mut().enumerate() {
-                    let v = load(g);
-                    *sum = _mm256_add_ps(*sum, v);
-                    max = _mm256_max_ps(v, max);
+                let mut v = [_mm256_setzero_ps(); GROUPS];
+                for (g, (v, sum)) in v.iter_mut().zip(&mut sums).enumerate() {
+                    *v = load(g);
+                    *sum = _mm256_add_ps(*sum, *v);
                 }
-                // As in `any_ge`: a NaN may reach `max` and flag the block, whose exact
+                // The block's maximum as a tree, three maxima deep rather than a chain of
+                // eight. As in `any_ge`, a NaN may reach it and flag the block, whose exact
                 // compares in `pack` then reject it.
+                let pairs = [0, 2, 4, 6].map(|g| _mm256_max_ps(v[g], v[g + 1]));
+                let max = _mm256_max_ps(
+                    _mm256_max_ps(pairs[0], pairs[1]),
+                    _mm256_max_ps(pairs[2], pairs[3]),
+                );
                 let maybe = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(max, tv)) != 0;
                 flagged |= u32::from(maybe) << b;
             }

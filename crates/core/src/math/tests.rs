@@ -399,3 +399,24 @@ fn the_vector_form_of_the_weights_equals_the_slice_form() {
     assert_eq!(a.to_bits(), b.to_bits());
     assert_eq!(into, to_vec);
 }
+
+#[test]
+fn fill_writes_every_value_and_nothing_past_the_slice() {
+    for n in [0, 1, 7, 4095, 4096, 4097, 20_000] {
+        let mut buf = alloc::vec![1.5f32; n + 2];
+        fill(&mut buf[1..=n], f32::NEG_INFINITY);
+        assert_eq!(buf[0], 1.5, "n = {n}");
+        assert_eq!(buf[n + 1], 1.5, "n = {n}");
+        assert!(
+            buf[1..=n].iter().all(|&x| x == f32::NEG_INFINITY),
+            "n = {n}"
+        );
+        fill(&mut buf[1..=n], -0.0);
+        assert!(
+            buf[1..=n]
+                .iter()
+                .all(|&x| x.to_bits() == (-0.0f32).to_bits()),
+            "n = {n}"
+        );
+    }
+}
