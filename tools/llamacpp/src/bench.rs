@@ -90,6 +90,7 @@ pub fn run(engine: &Engine, mut args: Args) -> Result<()> {
         "gen": gen,
         "reps": reps,
         "kv": if spec.kv_f32 { "f32" } else { "f16" },
+        "flash_attn": format!("{:?}", spec.flash_attn).to_lowercase(),
         "prefill_tokens_per_s": prefill,
         "decode_ms_per_token": decode_med,
         "prefill_tokens_per_s_best": prefill_best,

@@ -28,11 +28,53 @@ pub struct ContextSpec {
     pub threads: i32,
     /// `true`: f32 K/V (closest to an exact reference); `false`: llama.cpp's default f16.
     pub kv_f32: bool,
+    /// Flash attention: llama.cpp's `auto` (its default: on for the CPU), forced on or off.
+    pub flash_attn: FlashAttn,
+}
+
+/// `--flash-attn`: whether llama.cpp's context uses its fused (flash) attention kernel.
+///
+/// On the CPU, ggml's flash attention converts Q and an f32 K/V to f16 and accumulates the
+/// value rows in f16, whatever the KV cache type; with it off, attention is computed in f32
+/// (with an f32 KV cache). The logits fixtures take `Off` so that they measure the weights'
+/// formats, not this rounding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlashAttn {
+    /// llama.cpp decides (`LLAMA_FLASH_ATTN_TYPE_AUTO`, the library's default).
+    Auto,
+    /// Always the flash attention kernel.
+    On,
+    /// Never: the plain soft-max attention graph.
+    Off,
+}
+
+impl FlashAttn {
+    /// Reads `auto`, `on` or `off`.
+    pub fn parse(word: &str) -> Result<Self> {
+        match word {
+            "auto" => Ok(FlashAttn::Auto),
+            "on" => Ok(FlashAttn::On),
+            "off" => Ok(FlashAttn::Off),
+            other => Err(Error::Usage(format!(
+                "--flash-attn: `{other}` is not on, off or auto"
+            ))),
+        }
+    }
+
+    /// llama.cpp's value for `llama_context_params.flash_attn_type`.
+    fn policy(self) -> llama_cpp_sys_2::llama_flash_attn_type {
+        match self {
+            FlashAttn::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+            FlashAttn::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            FlashAttn::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+        }
+    }
 }
 
 impl ContextSpec {
-    /// Reads `--threads N` (default `default_threads`, else all cores) and `--kv f32|f16`
-    /// (default `default_kv`); the caller sets the sizes once it knows the token counts.
+    /// Reads `--threads N` (default `default_threads`, else all cores), `--kv f32|f16`
+    /// (default `default_kv`) and `--flash-attn on|off|auto` (default `auto`, llama.cpp's);
+    /// the caller sets the sizes once it knows the token counts.
     pub fn from_args(
         args: &mut Args,
         default_threads: Option<i32>,
@@ -52,11 +94,16 @@ impl ContextSpec {
             "f16" => false,
             other => return Err(Error::Usage(format!("--kv: `{other}` is not f32 or f16"))),
         };
+        let flash_attn = match args.option("--flash-attn")? {
+            None => FlashAttn::Auto,
+            Some(word) => FlashAttn::parse(&word)?,
+        };
         Ok(ContextSpec {
             n_ctx: 0,
             n_batch: 0,
             threads,
             kv_f32,
+            flash_attn,
         })
     }
 }
@@ -102,7 +149,8 @@ impl Engine {
             .with_n_batch(spec.n_batch.max(16))
             .with_n_ubatch(spec.n_batch.max(16))
             .with_n_threads(spec.threads)
-            .with_n_threads_batch(spec.threads);
+            .with_n_threads_batch(spec.threads)
+            .with_flash_attention_policy(spec.flash_attn.policy());
         if spec.kv_f32 {
             params = params
                 .with_type_k(KvCacheType::F32)
@@ -165,5 +213,22 @@ mod tests {
         assert_eq!(argmax(&[0.0, 2.0, 1.0, 2.0]), 1);
         assert_eq!(argmax(&[5.0]), 0);
         assert_eq!(argmax(&[f32::NEG_INFINITY, -1.0]), 1);
+    }
+
+    #[test]
+    fn flash_attention_reads_on_off_auto_and_defaults_to_llama_cpp_s_auto() {
+        let words = |w: &[&str]| Args::new(w.iter().map(|s| s.to_string()).collect());
+        let spec = ContextSpec::from_args(&mut words(&["--flash-attn", "off"]), None, "f32");
+        assert_eq!(spec.unwrap().flash_attn, FlashAttn::Off);
+        let spec = ContextSpec::from_args(&mut words(&["--flash-attn", "on"]), None, "f32");
+        assert_eq!(spec.unwrap().flash_attn, FlashAttn::On);
+        let spec = ContextSpec::from_args(&mut words(&[]), None, "f32");
+        assert_eq!(spec.unwrap().flash_attn, FlashAttn::Auto);
+        let bad = ContextSpec::from_args(&mut words(&["--flash-attn", "yes"]), None, "f32");
+        assert!(matches!(bad, Err(Error::Usage(m)) if m.contains("yes")));
+        assert_eq!(
+            FlashAttn::Off.policy(),
+            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED
+        );
     }
 }

@@ -26,11 +26,11 @@ commands:
   tokenize FILE.gguf CORPUS.json OUT.json   llama.cpp's ids for every text of CORPUS.json
                                             (a JSON array of strings), with and without
                                             special-token parsing
-  logits FILE.gguf IDS OUT [--threads N] [--kv f32|f16]
+  logits FILE.gguf IDS OUT [--threads N] [--kv f32|f16] [--flash-attn on|off|auto]
                                             f32 logits at every position of IDS (comma-
                                             separated ids, or @FILE.json holding an array),
                                             raw little-endian [positions x vocab]
-  greedy FILE.gguf PROMPT N [--chat] [--threads N] [--kv f32|f16]
+  greedy FILE.gguf PROMPT N [--chat] [--threads N] [--kv f32|f16] [--flash-attn ...]
                                             N greedy steps after PROMPT (special tokens parsed;
                                             --chat wraps it in llama.cpp's built-in rendering
                                             of the file's template), JSON on stdout
@@ -42,9 +42,13 @@ commands:
                                             matrix in TYPE)
   bench FILE.gguf [--prompt 256] [--gen 64] [--threads 2] [--reps 5]
                                             prefill tokens/s and decode ms/token, medians
+                                            ([--kv f16|f32] [--flash-attn ...] as above)
   info                                      llama.cpp version and llama_print_system_info()
 
 options anywhere: -v (keep llama.cpp's log on stderr)
+--kv: the KV cache's element type (default f32 for logits and greedy, f16 for bench)
+--flash-attn: llama.cpp's flash attention (default auto, llama.cpp's: on for the CPU);
+  on the CPU it rounds Q/K/V to f16 even with an f32 KV cache, so off gives f32 attention
 ";
 
 fn main() {
