@@ -40,6 +40,7 @@ def make_tiny(args, tool, convert):
         "made_by": {
             "llama_cpp": tool(args, "info", capture=True).strip().splitlines(),
             "script": "tools/make_gguf_fixtures.py tiny",
+            "llamacpp_logits": "sieve-llamacpp logits " + " ".join(args.logits_options),
         },
         "logits_layout": "raw little-endian f32, [len(ids), n_vocab], row-major",
         "models": {},
@@ -80,7 +81,8 @@ def make_tiny(args, tool, convert):
         for path, type_name, pure in files:
             stem = path.name[: -len(".gguf")]
             lc_path = out / f"{stem}.llamacpp.f32"
-            tool(args, "logits", path, ids_arg, lc_path, "--threads", "2", "--kv", "f32")
+            # make_gguf_fixtures.LOGITS_OPTIONS: f32 KV cache, flash attention off.
+            tool(args, "logits", path, ids_arg, lc_path, *args.logits_options)
             lc = reference.read_f32(lc_path, spec["vocab"])
             deq = reference.logits_from_gguf(path, IDS)
             reference.write_f32(out / f"{stem}.hf.f32", deq)
