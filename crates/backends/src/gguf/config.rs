@@ -232,7 +232,7 @@ pub(crate) fn config_json(model: &GgufModel, arch: Arch) -> Result<ConfigJson> {
             .ok_or_else(|| {
                 unsupported(
                     ROPE_FREQS,
-                    "per-dimension rope factors that are not Llama 3's rope scaling (factor, low 1, high 4, original context 8192)".into(),
+                    "per-dimension rope factors that are not Llama 3's rope scaling (low 1, high 4, any factor and original context)".into(),
                 )
             })?;
         c.insert("rope_scaling".into(), scaling);
@@ -283,10 +283,12 @@ const ROPE_FREQS: &str = "rope_freqs.weight";
 
 /// The `llama3` `rope_scaling` whose factors the converter wrote as `factors` (one per pair of
 /// a head of `head_dim`), or `None` when no parameters tried give them. GGUF keeps only the
-/// factors, and they fix only `factor` and two ratios of the other three parameters; the
-/// parameters every Llama 3.x model uses (low 1, high 4, original context 8192, or the file's
-/// `rope.scaling.original_context_length`) are tried, and kept when they give every factor to
-/// within `1e-6` relative.
+/// factors (llama.cpp's converter writes no `rope.scaling.original_context_length`), and they
+/// fix only `factor` and two ratios of the other three parameters. Low 1 and high 4 (every
+/// Llama 3.x model's) are assumed; the original context is the file's
+/// `rope.scaling.original_context_length` when it has one, else 8192 (Llama 3's) or the one
+/// the factors give ([`original_contexts`]). Parameters are kept when they give every factor
+/// to within `1e-6` relative.
 fn llama3_scaling(
     factors: &[f32],
     head_dim: u32,
@@ -298,31 +300,78 @@ fn llama3_scaling(
         return None;
     }
     let factor = f64::from(factors.iter().copied().fold(f32::MIN, f32::max));
-    let (low, high) = (1.0, 4.0);
-    let old = f64::from(original.unwrap_or(8192));
-    let (low_wavelen, high_wavelen) = (old / low, old / high);
-    let matches = factors.iter().enumerate().all(|(i, &got)| {
-        let freq = 1.0 / theta.powf(2.0 * i as f64 / f64::from(head_dim));
-        let wavelen = 2.0 * std::f64::consts::PI / freq;
-        let want = if wavelen < high_wavelen {
-            1.0
-        } else if wavelen > low_wavelen {
-            factor
-        } else {
-            let smooth = (old / wavelen - low) / (high - low);
-            1.0 / ((1.0 - smooth) / factor + smooth)
-        };
-        (f64::from(got) - want).abs() <= 1e-6 * want.abs()
-    });
-    matches.then(|| {
-        json!({
-            "rope_type": "llama3",
-            "factor": factor,
-            "low_freq_factor": low,
-            "high_freq_factor": high,
-            "original_max_position_embeddings": old,
+    let (low, high) = (LLAMA3_LOW, LLAMA3_HIGH);
+    let wavelens: Vec<f64> = (0..half)
+        .map(|i| 2.0 * std::f64::consts::PI * theta.powf(2.0 * i as f64 / f64::from(head_dim)))
+        .collect();
+    let gives_the_factors = |old: f64| {
+        let (low_wavelen, high_wavelen) = (old / low, old / high);
+        factors.iter().zip(&wavelens).all(|(&got, &wavelen)| {
+            let want = if wavelen < high_wavelen {
+                1.0
+            } else if wavelen > low_wavelen {
+                factor
+            } else {
+                let smooth = (old / wavelen - low) / (high - low);
+                1.0 / ((1.0 - smooth) / factor + smooth)
+            };
+            (f64::from(got) - want).abs() <= 1e-6 * want.abs()
         })
-    })
+    };
+    let candidates = match original {
+        Some(n) => vec![f64::from(n)],
+        None => original_contexts(factors, factor, &wavelens),
+    };
+    let old = candidates
+        .into_iter()
+        .find(|&old| old.is_finite() && old > 0.0 && gives_the_factors(old))?;
+    Some(json!({
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low,
+        "high_freq_factor": high,
+        "original_max_position_embeddings": old,
+    }))
+}
+
+/// Llama 3's `low_freq_factor`.
+const LLAMA3_LOW: f64 = 1.0;
+/// Llama 3's `high_freq_factor`.
+const LLAMA3_HIGH: f64 = 4.0;
+
+/// The original contexts to try, in order, for factors written without one: Llama 3's 8192,
+/// then the one each factor strictly between 1 and `factor` gives (its dimension's smoothing
+/// weight `s` solves `1/g = (1 - s)/factor + s`, and `s = (old/wavelen - low)/(high - low)`;
+/// rounded to a whole number first, as configurations state it), and where no factor lies
+/// between, one inside the range the others allow (every dimension of factor 1 needs
+/// `wavelen < old/high`, every one of `factor` needs `wavelen > old/low`; any `old` there gives
+/// the same factors).
+fn original_contexts(factors: &[f32], factor: f64, wavelens: &[f64]) -> Vec<f64> {
+    let (low, high) = (LLAMA3_LOW, LLAMA3_HIGH);
+    let mut out = vec![8192.0];
+    let near = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
+    let (mut above, mut below) = (0f64, f64::INFINITY);
+    for (&g, &wavelen) in factors.iter().zip(wavelens) {
+        let g = f64::from(g);
+        if near(g, 1.0) {
+            above = above.max(wavelen * high);
+        } else if near(g, factor) {
+            below = below.min(wavelen * low);
+        } else {
+            let smooth = (1.0 / g - 1.0 / factor) / (1.0 - 1.0 / factor);
+            let old = wavelen * (low + smooth * (high - low));
+            out.extend([old.round(), old]);
+        }
+    }
+    if out.len() == 1 && above < below {
+        // The smallest power of two in the open range, else its middle.
+        let mut p = 1f64;
+        while p <= above {
+            p *= 2.0;
+        }
+        out.push(if p < below { p } else { (above + below) / 2.0 });
+    }
+    out
 }
 
 /// `{arch}.rope.scaling.*` as `rope_scaling`, or `None` for none.
@@ -402,4 +451,82 @@ fn gemma(
         c.insert("rope_local_base_freq".into(), json!(f64::from(local)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Llama 3 factors in f32 steps, as the converter computes them (low 1, high 4).
+    fn factors(head_dim: usize, theta: f32, factor: f32, old: f32) -> Vec<f32> {
+        (0..head_dim / 2)
+            .map(|i| {
+                let freq = 1.0 / theta.powf((2 * i) as f32 / head_dim as f32);
+                let wavelen = (1.0 / freq) * (2.0 * std::f64::consts::PI) as f32;
+                if wavelen < old / 4.0 {
+                    1.0
+                } else if wavelen > old {
+                    factor
+                } else {
+                    let smooth = ((1.0 / wavelen) * old - 1.0) / 3.0;
+                    1.0 / ((1.0 - smooth) / factor + smooth)
+                }
+            })
+            .collect()
+    }
+
+    fn recovered(f: &[f32], head_dim: u32, theta: f64, original: Option<u32>) -> Option<f64> {
+        let scaling = llama3_scaling(f, head_dim, theta, original)?;
+        assert_eq!(scaling["low_freq_factor"], 1.0);
+        assert_eq!(scaling["high_freq_factor"], 4.0);
+        scaling["original_max_position_embeddings"].as_f64()
+    }
+
+    #[test]
+    fn the_original_context_comes_from_the_factors_when_the_file_does_not_say() {
+        // Llama 3.1 8B, Llama 3.2 1B, a 4096 context, the tiny fixture llama-gqa-tied (64).
+        for (dim, factor, old) in [(128, 8.0, 8192.0), (64, 32.0, 8192.0), (128, 8.0, 4096.0)]
+            .into_iter()
+            .chain([(16, 8.0, 64.0), (64, 16.0, 32768.0)])
+        {
+            let f = factors(dim, 500000.0, factor, old);
+            let got = recovered(&f, dim as u32, 500000.0, None);
+            assert_eq!(got, Some(f64::from(old)), "head_dim {dim}, context {old}");
+            let scaling = llama3_scaling(&f, dim as u32, 500000.0, None).unwrap();
+            assert_eq!(scaling["factor"], f64::from(factor));
+        }
+    }
+
+    #[test]
+    fn the_file_s_original_context_is_the_only_one_tried() {
+        let f = factors(128, 500000.0, 8.0, 4096.0);
+        assert_eq!(recovered(&f, 128, 500000.0, Some(4096)), Some(4096.0));
+        assert_eq!(recovered(&f, 128, 500000.0, Some(8192)), None);
+    }
+
+    #[test]
+    fn factors_that_are_not_llama3_s_are_refused() {
+        let mut f = factors(128, 500000.0, 8.0, 8192.0);
+        // One factor in the smooth band moved: no single original context gives them all.
+        let band = f.iter().position(|&g| g > 1.0 && g < 8.0).unwrap();
+        f[band] *= 1.01;
+        assert_eq!(recovered(&f, 128, 500000.0, None), None);
+        // A factor above 1 among the fastest dimensions.
+        let mut f = factors(128, 500000.0, 8.0, 8192.0);
+        f[0] = 2.0;
+        assert_eq!(recovered(&f, 128, 500000.0, None), None);
+        // The wrong count.
+        assert_eq!(recovered(&f[1..], 128, 500000.0, None), None);
+    }
+
+    #[test]
+    fn without_a_factor_in_the_band_any_context_between_gives_the_same_factors() {
+        // head_dim 8, theta 10000: wavelengths 6.3, 63, 628, 6283; a context of 300 leaves
+        // none in [300/4, 300], so every context in (4 * 63, 628) gives these factors.
+        let f = factors(8, 10000.0, 4.0, 300.0);
+        assert_eq!(f, [1.0, 1.0, 4.0, 4.0]);
+        let old = recovered(&f, 8, 10000.0, None).unwrap();
+        assert_eq!(old, 256.0);
+        assert_eq!(factors(8, 10000.0, 4.0, old as f32), f);
+    }
 }
