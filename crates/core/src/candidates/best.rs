@@ -60,23 +60,10 @@ impl Candidates {
 
 /// The positions of the `best` best-ranked finite logits of a row (`0 < best < len`), in rank
 /// order, found in the read that checks the row; `None` if a logit is NaN or `+inf`, or fewer
-/// than `best` are finite.
-///
-/// The scan starts at a logit about `4·best` reach (the `r`-th best of a strided sample, `r`
-/// from 4 to 16), or at the lowest finite one for a `best` that large next to the row; if
-/// fewer than `best` reach the start (for `r = 4`, when 4 of the sample fall among the `best`:
-/// under 1% for a `best` of 40 + 64 in 151 936), a second read starts from the lowest.
+/// than `best` are finite. The scan starts at [`start_threshold`]; if fewer than `best` reach
+/// it, a second read starts from the lowest finite logit.
 fn best_positions(logits: &[f32], best: usize) -> Option<Vec<u32>> {
-    let n = logits.len();
-    // The sample rank whose logit about 4·best reach (rounded up).
-    let rank_for_4_best = (4 * best * SAMPLE).div_ceil(n);
-    let start = match rank_for_4_best {
-        0..=4 => top::sample_rank::<4>(logits),
-        5..=8 => top::sample_rank::<8>(logits),
-        9..=16 => top::sample_rank::<16>(logits),
-        _ => f32::MIN,
-    };
-    let start = start.max(f32::MIN); // -inf (too few finite) scans from the lowest
+    let start = start_threshold(logits, best).max(f32::MIN); // -inf scans from the lowest
     let (mut keys, clean) = best_keys(logits, best, start);
     if !clean {
         return None;
@@ -89,6 +76,44 @@ fn best_positions(logits: &[f32], best: usize) -> Option<Vec<u32>> {
     }
     keys.sort_unstable_by(|a, b| b.cmp(a));
     Some(keys.into_iter().map(key_position).collect())
+}
+
+/// Sample blocks of [`start_threshold`], spread evenly over the row.
+const SAMPLE_BLOCKS: usize = 64;
+/// Values per sample block: one vectorized maximum each.
+const SAMPLE_WIDTH: usize = 64;
+
+/// Where the scan for the `best` best logits starts: a logit about `4·best` of the row reach,
+/// so that the scan collects few more than it keeps and rarely fewer than `best`.
+///
+/// The sample is 64 blocks of 64 consecutive logits spread evenly over the row (16 KB read
+/// in runs, about 0.3 µs), and the start the `r`-th largest of their maxima, `r` about
+/// `4·best·4096 / len` (at least 4): at least `r` sampled logits reach it, and about
+/// `r·len / 4096` of the row's. Too few reach it only when `r` of the 64 blocks hold a logit
+/// among the row's `best` best (`r ≥ 4` such blocks where about `r / 4` are expected). When
+/// `r` would pass 32 (a `best` that large next to the row), or for a row shorter than
+/// 8192, the start is the `r`-th best of a strided sample of 1024 logits, or the lowest.
+fn start_threshold(logits: &[f32], best: usize) -> f32 {
+    let n = logits.len();
+    if n >= 2 * SAMPLE_BLOCKS * SAMPLE_WIDTH {
+        let r = (4 * best * SAMPLE_BLOCKS * SAMPLE_WIDTH).div_ceil(n).max(4);
+        if r <= SAMPLE_BLOCKS / 2 {
+            let stride = n / SAMPLE_BLOCKS;
+            let mut maxima = [0.0f32; SAMPLE_BLOCKS];
+            for (j, m) in maxima.iter_mut().enumerate() {
+                *m = math::max(&logits[j * stride..j * stride + SAMPLE_WIDTH]);
+            }
+            maxima.select_nth_unstable_by(r - 1, |a, b| b.total_cmp(a));
+            return maxima[r - 1];
+        }
+    }
+    // The sample rank whose logit about 4·best reach (rounded up).
+    match (4 * best * SAMPLE).div_ceil(n) {
+        0..=4 => top::sample_rank::<4>(logits),
+        5..=8 => top::sample_rank::<8>(logits),
+        9..=16 => top::sample_rank::<16>(logits),
+        _ => f32::MIN,
+    }
 }
 
 /// The [`rank_key`]s of the best `k` (`k > 0`) of the logits at or above `start` (all of them
@@ -139,7 +164,113 @@ fn key_position(key: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
     use core::cmp::Ordering;
+
+    /// What `load_best_checked_from` must leave: the `best` best finite logits by rank, then
+    /// the other ids of `also` inside the row, increasing.
+    fn reference(logits: &[f32], best: usize, also: &[u32]) -> Vec<(u32, u32)> {
+        let mut order: Vec<u32> = (0..logits.len() as u32)
+            .filter(|&p| logits[p as usize] > f32::NEG_INFINITY)
+            .collect();
+        order.sort_by(|&a, &b| rank((logits[a as usize], a), (logits[b as usize], b)));
+        order.truncate(best);
+        let mut extra: Vec<u32> = also
+            .iter()
+            .copied()
+            .filter(|&t| (t as usize) < logits.len() && !order.contains(&t))
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        order.extend(extra);
+        order
+            .iter()
+            .map(|&p| (p, logits[p as usize].to_bits()))
+            .collect()
+    }
+
+    fn loaded(c: &Candidates) -> Vec<(u32, u32)> {
+        c.iter().map(|(id, x)| (id, x.to_bits())).collect()
+    }
+
+    /// A deterministic row of `n` values in `[-8, 8)`, rounded to quarters when `ties`.
+    fn row(n: usize, seed: u64, ties: bool) -> Vec<f32> {
+        let mut state = seed | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let x = (state >> 40) as f32 / (1u64 << 24) as f32 * 16.0 - 8.0;
+                if ties {
+                    (x * 4.0).round() / 4.0 + 0.0
+                } else {
+                    x
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loads_the_best_then_the_others_asked_for() {
+        let also = [3u32, 3, 17, 4_000_000, 100, 5];
+        for n in [40, 1000, 8191, 8192, 20_000, 151_936] {
+            for ties in [false, true] {
+                let logits = row(n, n as u64, ties);
+                for best in [1, 2, 32, 33, 104, n / 3] {
+                    if best >= n {
+                        continue;
+                    }
+                    let mut c = Candidates::new();
+                    c.load(&[1.0, 2.0]); // a previous step's state must not leak
+                    c.scale_logits(0.5);
+                    assert_eq!(c.load_best_checked_from(&logits, best, &also), None);
+                    let want = reference(&logits, best, &also);
+                    assert_eq!(loaded(&c), want, "n {n} best {best} ties {ties}");
+                    assert!(!c.is_dense() && c.vocab_size() == n && c.pending_scale() == 1.0);
+                    assert_eq!(c.is_sorted(), want.len() == best);
+                    assert_eq!(c.max_logit(), f32::from_bits(want[0].1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_start_too_high_scans_again_and_a_bad_row_is_loaded_whole() {
+        // The row's best logits all sit in the sampled blocks, so the start the sample gives
+        // is reached by fewer than `best`: the second read must still find them.
+        let n = 151_936;
+        let mut logits = row(n, 7, false);
+        let stride = n / SAMPLE_BLOCKS;
+        for j in 0..SAMPLE_BLOCKS {
+            for i in 0..4 {
+                logits[j * stride + i] = 100.0 + (j * 4 + i) as f32;
+            }
+        }
+        let mut c = Candidates::new();
+        assert_eq!(c.load_best_checked_from(&logits, 104, &[]), None);
+        assert_eq!(loaded(&c), reference(&logits, 104, &[]));
+        // Fewer finite logits than `best`: the whole row.
+        let mut masked = vec![f32::NEG_INFINITY; 20_000];
+        masked[5] = 1.0;
+        masked[19_999] = 2.0;
+        assert_eq!(c.load_best_checked_from(&masked, 3, &[7]), None);
+        assert!(c.is_dense() && c.len() == 20_000);
+        // NaN or +inf: the whole row, read as `load_checked_from` reads it, and its report.
+        for (at, bad) in [(0, f32::NAN), (12_345, f32::INFINITY), (19_999, -f32::NAN)] {
+            let mut dirty = row(20_000, 3, false);
+            dirty[at] = bad;
+            let mut want = Candidates::new();
+            let report = want.load_checked_from(&dirty);
+            assert_eq!(report.map(|r| r.0), Some(at));
+            let got = c.load_best_checked_from(&dirty, 40, &[1]);
+            assert_eq!(
+                got.map(|(i, x)| (i, x.to_bits())),
+                report.map(|(i, x)| (i, x.to_bits()))
+            );
+            assert_eq!(loaded(&c), loaded(&want));
+        }
+    }
 
     /// `rank_key`'s integer order is `rank`'s order, reversed (rank puts the best first).
     #[test]
