@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 import sieve  # noqa: E402
 from sieve import vllm as sv  # noqa: E402
+from conftest import ROOT  # noqa: E402
 
 VOCAB = 64
 
@@ -246,3 +247,45 @@ def test_a_pipeline_failing_while_running_ends_its_request_and_the_others_go_on(
         assert t == int(np.argmax(logits_for(1, step)))
     for r in (0, 2):
         assert done[r].output == alone(specs[r], r).output
+
+
+def _config(name, vocab_size=320):
+    model = types.SimpleNamespace(
+        tokenizer=name, model=name, tokenizer_revision=None, revision=None,
+        get_vocab_size=lambda: vocab_size,
+    )
+    return types.SimpleNamespace(model_config=model)
+
+
+def test_the_vocabulary_of_a_hugging_face_name_comes_from_the_local_cache(tmp_path, monkeypatch):
+    # vLLM given `org/name` downloads the model into the Hugging Face cache; the processor
+    # finds the tokenizer there (no network) and gets the same vocabulary as from the
+    # directory itself.
+    hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub import constants
+
+    model_dir = ROOT / "tests" / "fixtures" / "models" / "qwen2-bias"
+    repo = tmp_path / "models--org--tiny"
+    snapshot = repo / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    for name in ("tokenizer.json", "config.json", "generation_config.json"):
+        (snapshot / name).write_bytes((model_dir / name).read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert hub is not None
+
+    assert sv.model_files_dir(_config("org/tiny").model_config) == str(snapshot)
+    from_name = sv.engine_vocab(_config("org/tiny"))
+    from_dir = sv.engine_vocab(_config(str(model_dir)))
+    assert from_name is not None and from_dir is not None
+    assert list(from_name.eos) == list(from_dir.eos) == [0]
+    # A pipeline that names a token by its text builds with it, and not without one.
+    text = 'logit_bias({"A": 2.0}) | greedy'
+    sieve.Pipeline(text, 0, from_name)
+    with pytest.raises(sieve.PipelineError):
+        sieve.Pipeline(text, 0)
+    # A name the cache does not hold gives no vocabulary (and no error).
+    assert sv.model_files_dir(_config("org/absent").model_config) is None
+    assert sv.engine_vocab(_config("org/absent")) is None

@@ -31,7 +31,8 @@ or, through vLLM's OpenAI server, ``"vllm_xargs": {"sampler": "...", "seed": 7}`
 Each request keeps its own stage state and random stream while it joins, leaves and moves
 between batch rows; its stages see the prompt (accepted first, as ``sieve generate`` does)
 and then every token vLLM appends to it. Stages that name tokens by text get the model's
-vocabulary, read from the model directory's ``tokenizer.json``.
+vocabulary, read from the model directory's ``tokenizer.json`` (for a Hugging Face name,
+from the model's snapshot in the local Hugging Face cache, where vLLM downloaded it).
 
 The same class serves Model Runner V2 (``add_request`` / ``apply(logits, ctx)``) where the
 installed vLLM has that interface: it subclasses both interfaces, so the entry point loads
@@ -121,14 +122,45 @@ def validate(params: Any, vocab: Optional[Vocab] = None) -> None:
             raise
 
 
+_TOKENIZER_FILES = ["tokenizer.json", "config.json", "generation_config.json"]
+
+
+def model_files_dir(model_config: Any) -> Optional[str]:
+    """The local directory holding the model's ``tokenizer.json``: its tokenizer (or model)
+    path when that is a directory, else, for a Hugging Face name (``org/name``), its snapshot
+    in the local Hugging Face cache, which vLLM filled when it loaded the model (resolved
+    by ``huggingface_hub`` without the network, at the tokenizer's revision). ``None`` when
+    neither holds it."""
+    name = getattr(model_config, "tokenizer", None) or getattr(model_config, "model", None)
+    if name is None:
+        return None
+    name = str(name)
+    if os.path.isdir(name):
+        return name
+    try:
+        from huggingface_hub import snapshot_download
+
+        revision = getattr(model_config, "tokenizer_revision", None) or getattr(
+            model_config, "revision", None
+        )
+        return snapshot_download(
+            name, revision=revision, allow_patterns=_TOKENIZER_FILES, local_files_only=True
+        )
+    except Exception as e:  # not a Hub name, or not in the cache
+        logger.info("sieve: %s is neither a directory nor a cached Hugging Face model (%s)", name, e)
+        return None
+
+
 def engine_vocab(vllm_config: Any) -> Optional[Vocab]:
     """The model's vocabulary from its directory's ``tokenizer.json`` (EOS ids from
-    ``config.json`` and ``generation_config.json``), or ``None`` when there is none."""
+    ``config.json`` and ``generation_config.json``; the directory as
+    :func:`model_files_dir` finds it, Hugging Face names included), or ``None`` when there is
+    none."""
     try:
         model_config = vllm_config.model_config
-        directory = getattr(model_config, "tokenizer", None) or getattr(model_config, "model", None)
+        directory = model_files_dir(model_config)
         path = os.path.join(str(directory), "tokenizer.json")
-        if not os.path.isfile(path):
+        if directory is None or not os.path.isfile(path):
             logger.info("sieve: no %s; stages that need the vocabulary will be refused", path)
             return None
         eos: List[int] = []
