@@ -23,7 +23,9 @@
 //! the file, the key or tensor, and the byte offset ([`Error`]).
 //!
 //! - [`GgufFile`]: one file, memory-mapped, with its checked [`Header`]: [`Metadata`]
-//!   (typed accessors accepting every integer width a file may use) and [`TensorInfo`]s;
+//!   (typed accessors accepting every integer width a file may use; arrays, such as a
+//!   vocabulary's 150 000 token strings, checked at open and then read in place from the map
+//!   rather than copied) and [`TensorInfo`]s;
 //! - [`GgufModel`]: one file or the shards of a split model (`-00001-of-0000N.gguf`);
 //! - [`Writer`]: metadata and tensors to a GGUF v3 file;
 //! - [`GgmlType`]: the tensor types, their ids and block sizes.
