@@ -32,15 +32,17 @@
 //!   1.8e-7.
 //! - `llama-Q5_K` (position 6): `ffn_swiglu` at position 6, element 154, is 6 ulps from the
 //!   boundary -12.5 of its Q8_K block (llama.cpp: -12.5000057, quant -13; moved 5 ulps toward
-//!   zero, llama.cpp gives sieve's logits). Its gate and up values come from Q5_K products of
-//!   one super-block whose float parts are assembled differently (ggml: 8 lane partial sums,
-//!   each `fma(d, sumi)`, then the mins term; sieve: `(a_d · d) · isum − (a_d · dmin) · msum`)
-//!   and the gate value (0.113) cancels, so they differ by a few ulps.
+//!   zero, llama.cpp gives sieve's logits). llama.cpp's value is the correctly rounded
+//!   `silu(gate) · up` of its own gate and up, which come from Q5_K products whose float parts
+//!   are assembled differently (ggml: 8 lane partial sums, each `fma(d, sumi)`, plus the mins
+//!   term apart; sieve: `(a_d · d) · isum − (a_d · dmin) · msum` per super-block), so the two
+//!   engines' inputs to the quantization are a few ulps apart.
 //! - `llama-Q4_1` (position 2): the Q8_1 block of `ffn_norm` at position 2, elements 224–255:
 //!   its scale `amax / 127` is 1 f32 ulp from a tie between two f16 values, and the two RMS
 //!   norms give its largest element (252) an ulp apart (llama.cpp's moved 1 ulp away from
-//!   zero gives sieve's logits), so the f16 scale `d_a` comes out one f16 step apart. Q4_1's offset term (`m_w · s_a`, `s_a = f16(d_a · Σ q)`
-//!   as ggml's `block_q8_1` stores it) is computed the same way by both.
+//!   zero gives sieve's logits), so the f16 scale `d_a` comes out one f16 step apart. Q4_1's
+//!   offset term (`m_w · s_a`, `s_a = f16(d_a · Σ q)` as ggml's `block_q8_1` stores it) is
+//!   computed the same way by both.
 //!
 //! F16 and BF16 files differ more everywhere: llama.cpp rounds the activations to f16 / bf16
 //! for those products, sieve keeps them in f32 (so it computes what transformers computes).
@@ -125,6 +127,7 @@ const ONE_BLOCK_APART: [(&str, &[usize], f32); 3] = [
 /// F16 / BF16 files, every position: llama.cpp rounds the activations to f16 / bf16
 /// (measured 5.00e-4 on `llama-F16`, 3.64e-3 on `qwen2-BF16`), 2 × those.
 const F16_ACTIVATIONS: f32 = 1.0e-3;
+/// See [`F16_ACTIVATIONS`].
 const BF16_ACTIVATIONS: f32 = 7.3e-3;
 
 /// The bound on |sieve − llama.cpp| at `position` of `file` of type `ty`.
