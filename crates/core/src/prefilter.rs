@@ -17,7 +17,7 @@
 //!   random rows and pipelines).
 //!
 //! Two things would break the argument, so they end the plan: a scale that is not simply
-//! recorded ([`Candidates::scale_logits`] applies a factor at once when the product of scales
+//! recorded ([`Candidates::scale_logits`](crate::Candidates::scale_logits) applies a factor at once when the product of scales
 //! leaves the normal range, and its rounding can tie distinct logits, which then rank by id),
 //! and an edit after a recorded scale (the edit applies the scale to every logit first, with
 //! the same rounding).
