@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 
 use super::top::{self, SAMPLE};
-use super::{rank, Candidates};
+use super::{key_position, rank, rank_key, Candidates};
 use crate::math;
 
 impl Candidates {
@@ -140,25 +140,6 @@ fn best_keys(logits: &[f32], k: usize, start: f32) -> (Vec<u64>, bool) {
         buf.truncate(k);
     }
     (buf, clean)
-}
-
-/// Candidate `pos` of a dense row with logit `x` (not NaN) as one integer whose descending
-/// order is [`rank`]'s: the logit's bits made monotone in the high half (`-0.0` read as
-/// `0.0`, which `rank` ties with it), the complement of the position in the low half (so the
-/// lower id comes first among equal logits).
-fn rank_key(x: f32, pos: u32) -> u64 {
-    let bits = (x + 0.0).to_bits();
-    let monotone = if bits >> 31 == 1 {
-        !bits
-    } else {
-        bits | 0x8000_0000
-    };
-    (u64::from(monotone) << 32) | u64::from(!pos)
-}
-
-/// The position a [`rank_key`] was made from.
-fn key_position(key: u64) -> u32 {
-    !(key as u32)
 }
 
 #[cfg(test)]

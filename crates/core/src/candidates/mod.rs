@@ -76,6 +76,27 @@ pub fn rank(a: (f32, u32), b: (f32, u32)) -> Ordering {
         .then(a.1.cmp(&b.1))
 }
 
+/// Candidate `id` with logit `x` (not NaN) as one integer whose descending order is
+/// [`rank`]'s: the logit's bits made monotone in the high half (`-0.0` read as `0.0`, which
+/// `rank` ties with it), the complement of the id in the low half (so the lower id comes first
+/// among equal logits). Integer keys make selections and sorts branch-light.
+#[inline]
+fn rank_key(x: f32, id: u32) -> u64 {
+    let bits = (x + 0.0).to_bits();
+    let monotone = if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    };
+    (u64::from(monotone) << 32) | u64::from(!id)
+}
+
+/// The id a [`rank_key`] was made from.
+#[inline]
+fn key_position(key: u64) -> u32 {
+    !(key as u32)
+}
+
 impl Candidates {
     /// No candidates; buffers grow on the first [`Candidates::load`].
     pub fn new() -> Self {

@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use super::{rank, Candidates};
+use super::{rank, rank_key, Candidates};
 
 /// Below this many candidates, selection is `select_nth_unstable`; above, a threshold scan.
 const SCAN_MIN_LEN: usize = 2048;
@@ -19,10 +19,32 @@ impl Candidates {
         if k >= self.len() {
             return;
         }
-        let mut order = self.top_positions_unordered(k);
-        order.sort_unstable_by(|&a, &b| rank(self.key(a as usize), self.key(b as usize)));
+        let order = if self.len() < SCAN_MIN_LEN {
+            self.top_sorted_by_keys(k)
+        } else {
+            let mut order = self.top_positions_unordered(k);
+            order.sort_unstable_by(|&a, &b| rank(self.key(a as usize), self.key(b as usize)));
+            order
+        };
         self.permute(&order);
         self.sorted = true;
+    }
+
+    /// The positions of the `k` best-ranked finite candidates (`0 < k < len`), in rank order,
+    /// by one selection and one sort of integer keys ([`rank_key`] of logit and id, then the
+    /// position): what [`Candidates::keep_top`] does on short lists, such as a pipeline's
+    /// prefiltered candidates.
+    fn top_sorted_by_keys(&self, k: usize) -> Vec<u32> {
+        let mut keys: Vec<u128> = (0..self.len())
+            .map(|p| (u128::from(rank_key(self.logits[p], self.id(p))) << 32) | p as u128)
+            .collect();
+        keys.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+        keys.truncate(k);
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        keys.into_iter()
+            .map(|key| key as u32)
+            .filter(|&p| self.logits[p as usize] > f32::NEG_INFINITY)
+            .collect()
     }
 
     /// Positions of the `k` best-ranked candidates (largest logits, ties by lower id), in no
