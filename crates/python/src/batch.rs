@@ -55,10 +55,10 @@ pub fn step_rows(
     } else {
         (rows - 1) * stride + vocab
     };
-    let all = Raw::checked::<f32>(logits, span, "logits")?;
+    let all = Raw::checked::<f32>(logits, span, format_args!("logits"))?;
     let mut rows_in = Vec::with_capacity(rows);
     for (i, &(addr, len, prompt_len)) in histories.iter().enumerate() {
-        let history = Raw::checked::<u32>(addr, len, &format!("row {i}: history"))?;
+        let history = Raw::checked::<u32>(addr, len, format_args!("row {i}: history"))?;
         let row = Raw {
             addr: all.addr + i * stride * std::mem::size_of::<f32>(),
             len: vocab,

@@ -56,8 +56,8 @@ impl Inputs {
         prompt_len: Option<usize>,
     ) -> Result<Inputs, Error> {
         Ok(Inputs {
-            logits: Raw::checked::<f32>(logits.0, logits.1, "logits")?,
-            history: Raw::checked::<u32>(history.0, history.1, "history")?,
+            logits: Raw::checked::<f32>(logits.0, logits.1, format_args!("logits"))?,
+            history: Raw::checked::<u32>(history.0, history.1, format_args!("history"))?,
             prompt_len,
         })
     }

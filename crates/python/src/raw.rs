@@ -18,11 +18,15 @@ pub struct Raw {
 
 impl Raw {
     /// Checks that the address is non-null and aligned for `T` (when there is anything to
-    /// read).
+    /// read). `what` is formatted only for the error (no allocation per call).
     ///
     /// # Errors
     /// [`Error::Input`] naming `what`.
-    pub fn checked<T>(addr: usize, len: usize, what: &str) -> Result<Raw, Error> {
+    pub fn checked<T>(
+        addr: usize,
+        len: usize,
+        what: std::fmt::Arguments<'_>,
+    ) -> Result<Raw, Error> {
         if len > 0 && (addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>())) {
             return Err(Error::Input(format!(
                 "{what}: address {addr:#x} is null or not aligned for its element type"

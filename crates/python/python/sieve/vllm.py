@@ -312,15 +312,19 @@ class Requests:
         work = logits if direct else logits.detach().to("cpu", torch.float32).contiguous()
         n, vocab = work.shape
         ptr, stride = work.data_ptr(), work.stride()[0]
+        # One call per mode present: its rows' pipelines and histories (`rows` keeps each
+        # request's history buffer alive through the call).
+        by_mode: Dict[str, Tuple[List[Any], List[Tuple[int, int, int]]]] = {}
+        for r, q in rows:
+            group = by_mode.get(q.mode)
+            if group is None:
+                group = by_mode[q.mode] = ([None] * n, [(0, 0, 0)] * n)
+            group[0][r] = q.native
+            group[1][r] = (q.addr, q.n, len(q.prompt))
         for mode in MODES:
-            picked = [(r, q) for r, q in rows if q.mode == mode]
-            if not picked:
+            if mode not in by_mode:
                 continue
-            natives: List[Any] = [None] * n
-            hist: List[Tuple[int, int, int]] = [(0, 0, 0)] * n
-            for r, q in picked:  # `picked` keeps each request's history buffer alive
-                natives[r] = q.native
-                hist[r] = (q.addr, q.n, len(q.prompt))
+            natives, hist = by_mode[mode]
             _, errors = _native.step_rows(natives, ptr, n, vocab, stride, hist, mode, self.threads)
             for r, kind, message in errors:
                 self._failed(work, r, row_slots[r], f"{kind}: {message}")
