@@ -322,14 +322,15 @@ fn in_row_order(values: &[f32], order: &[usize]) -> Vec<f32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use burn_flex::{Flex, FlexDevice};
     use burn_tensor::{Tensor, TensorData};
     use sieve_kernels::Weights;
 
     use super::Linear;
 
-    fn values(len: usize, seed: u32) -> Vec<f32> {
+    /// `len` deterministic values in `[-0.5, 0.5)` (a multiplicative hash of the index).
+    pub(crate) fn values(len: usize, seed: u32) -> Vec<f32> {
         (0..len)
             .map(|i| {
                 ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) as f32

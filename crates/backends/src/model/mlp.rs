@@ -165,16 +165,7 @@ mod tests {
 
     use super::{Activation, Linear, Mlp, MLP_ROWS};
     use crate::model::kernels::{window, Scratch};
-
-    fn values(len: usize, seed: u32) -> Vec<f32> {
-        (0..len)
-            .map(|i| {
-                ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) as f32
-                    / (1 << 24) as f32
-                    - 0.5
-            })
-            .collect()
-    }
+    use crate::model::linear::tests::values;
 
     fn layer(n_out: usize, n_in: usize, seed: u32) -> Linear<Flex> {
         let w = values(n_out * n_in, seed);
