@@ -37,6 +37,7 @@ mod ggml_type;
 mod metadata;
 mod reader;
 mod split;
+mod storage;
 mod value;
 mod writer;
 
@@ -44,9 +45,9 @@ pub use error::{Error, Result};
 pub use ggml_type::GgmlType;
 pub use metadata::Metadata;
 pub use reader::{
-    GgufFile, Header, Storage, TensorInfo, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS,
-    MAX_NAME,
+    GgufFile, Header, TensorInfo, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS, MAX_NAME,
 };
 pub use split::{shard_name, split_name, GgufModel, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+pub use storage::Storage;
 pub use value::{Value, ValueType};
 pub use writer::Writer;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::cursor::{Cursor, RawArray};
-use crate::reader::Storage;
+use crate::storage::Storage;
 use crate::value::{type_name, Value, ValueType};
 use crate::{Error, Result};
 

@@ -24,9 +24,7 @@ pub const MAX_DIMS: u32 = 4;
 /// The longest tensor name accepted, in bytes (llama.cpp's own limit is 63).
 pub const MAX_NAME: u64 = 256;
 
-/// Shared bytes of a file: a memory map, or a `Vec<u8>` in tests. The same type as
-/// `sieve_kernels::Storage`, so tensors can be handed to the kernels without a copy.
-pub type Storage = Arc<dyn AsRef<[u8]> + Send + Sync>;
+use crate::storage::Storage;
 
 /// One tensor's entry, checked against the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
