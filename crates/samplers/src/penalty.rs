@@ -57,6 +57,9 @@ pub struct Penalty {
     window: Vec<u32>,
     /// Scratch: `(id, count)` of every distinct token of the window, by ascending id.
     counts: Vec<(u32, u32)>,
+    /// Scratch: `counts` by hash of the id (open addressing, linear probing; index + 1, 0
+    /// for an empty slot), for looking up sparse candidates.
+    slots: Vec<u32>,
 }
 
 impl Penalty {
@@ -70,6 +73,7 @@ impl Penalty {
             last_n,
             window: Vec::new(),
             counts: Vec::new(),
+            slots: Vec::new(),
         }
     }
 
@@ -108,6 +112,47 @@ impl Penalty {
     }
 }
 
+impl Penalty {
+    /// Fills `slots` with the positions of `counts` by hash of their ids: a table of at least
+    /// twice as many slots (a power of two), so probes are short.
+    fn index_counts(&mut self) {
+        let size = (2 * self.counts.len()).next_power_of_two().max(16);
+        self.slots.clear();
+        self.slots.resize(size, 0);
+        for (j, &(id, _)) in self.counts.iter().enumerate() {
+            let mut at = slot_of(id, size);
+            while self.slots[at] != 0 {
+                at = (at + 1) & (size - 1);
+            }
+            self.slots[at] = j as u32 + 1;
+        }
+    }
+
+    /// How many times `id` occurs in the window (`None`: not at all), from `slots`.
+    fn count_of(&self, id: u32) -> Option<u32> {
+        let size = self.slots.len();
+        let mut at = slot_of(id, size);
+        loop {
+            let j = self.slots[at];
+            if j == 0 {
+                return None;
+            }
+            let (t, n) = self.counts[j as usize - 1];
+            if t == id {
+                return Some(n);
+            }
+            at = (at + 1) & (size - 1);
+        }
+    }
+}
+
+/// The home slot of `id` in a table of `size` slots (a power of two, at least 2): Fibonacci
+/// hashing, the top bits of the id times 2^64 / φ.
+fn slot_of(id: u32, size: usize) -> usize {
+    let bits = size.trailing_zeros();
+    (u64::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
 impl Sampler for Penalty {
     fn apply(&mut self, candidates: &mut Candidates, cx: &Context<'_>) -> Result<(), Error> {
         if self.is_neutral() || candidates.is_empty() {
@@ -128,10 +173,12 @@ impl Sampler for Penalty {
                 }
             }
         } else {
+            self.index_counts();
+            let this = &*self;
             let (ids, logits) = candidates.parts_mut();
-            for (id, l) in ids.iter().zip(logits.iter_mut()) {
-                if let Ok(j) = this.counts.binary_search_by_key(id, |&(t, _)| t) {
-                    *l = this.penalize(*l, this.counts[j].1);
+            for (&id, l) in ids.iter().zip(logits.iter_mut()) {
+                if let Some(n) = this.count_of(id) {
+                    *l = this.penalize(*l, n);
                 }
             }
         }
@@ -188,6 +235,38 @@ impl Stage for Penalty {
 mod tests {
     use super::*;
     use sieve_core::{Args, BuildContext, Value};
+
+    /// Sparse candidates (looked up through the hash table) get exactly the logits dense
+    /// ones get (looked up by id), with windows whose ids crowd the table: repeated ids, ids
+    /// a power of two apart, a window longer than the table's minimum.
+    #[test]
+    fn sparse_candidates_are_penalized_as_dense_ones_are() {
+        let n = 5000u32;
+        let logits: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 113) as f32 / 9.0 - 6.0)
+            .collect();
+        let windows: [Vec<u32>; 4] = [
+            vec![3, 3, 3, 17],
+            (0..9)
+                .map(|k| 1u32 << k)
+                .chain([256, 512, 1024, 2048, 4096])
+                .collect(),
+            (0..300).map(|i| (i * 37) % n).collect(),
+            (0..64).map(|i| 4096 - 64 * i).collect(),
+        ];
+        for window in &windows {
+            let mut p = Penalty::new(1.3, 0.25, 0.5, 1000);
+            let dense = run(&mut p, &logits, window);
+            // Every third id, in reverse: sparse, in no id order.
+            let ids: Vec<u32> = (0..n).rev().filter(|i| i % 3 != 1).collect();
+            let values: Vec<f32> = ids.iter().map(|&i| logits[i as usize]).collect();
+            let mut c = Candidates::from_sparse(ids, values, n as usize).unwrap();
+            p.apply(&mut c, &Context::with_history(window)).unwrap();
+            for (id, x) in c.iter() {
+                assert_eq!(x.to_bits(), dense[id as usize].1.to_bits(), "id {id}");
+            }
+        }
+    }
 
     fn run(p: &mut Penalty, logits: &[f32], history: &[u32]) -> Vec<(u32, f32)> {
         let mut c = Candidates::from_logits(logits);

@@ -4,14 +4,16 @@
 use alloc::vec::Vec;
 
 use super::top::{self, SAMPLE};
-use super::{key_position, rank, rank_key, Candidates};
+use super::{key_position, rank_key, Candidates};
 use crate::math;
 
 impl Candidates {
-    /// Replaces the candidates with the `best` best-ranked finite logits of `logits` (largest
-    /// first, ties by lower id) followed by the tokens of `also` not among them, in increasing
-    /// id order, whatever their logits (ids past the row are ignored): sparse candidates out
-    /// of a vocabulary of `logits.len()`, sorted when nothing follows the best.
+    /// Replaces the candidates with the `best` best-ranked finite logits of `logits` followed
+    /// by the tokens of `also` not among them, in increasing id order, whatever their logits
+    /// (ids past the row are ignored): sparse candidates out of a vocabulary of
+    /// `logits.len()`. The best come in rank order (largest first, ties by lower id, and
+    /// [`Candidates::is_sorted`]) when nothing follows them, in no particular order otherwise
+    /// (a pipeline's stages then change some of them before its `top_k` orders them).
     ///
     /// One read of the row checks it and finds the best
     /// ([`math::scan_at_least_checked`]); only they are
@@ -28,28 +30,34 @@ impl Candidates {
         if best == 0 || best >= logits.len() {
             return self.load_checked_from(logits);
         }
-        let Some(found) = best_positions(logits, best) else {
+        let Some(mut keys) = best_keys_of_row(logits, best) else {
             return self.load_checked_from(logits);
         };
-        let key = |p: u32| (logits[p as usize], p);
-        let last = key(found[best - 1]);
+        // The least of the best: a token of `also` below it is not among them.
+        let least = keys.iter().copied().min().unwrap_or(u64::MAX);
         let mut extra: Vec<u32> = also
             .iter()
             .copied()
-            .filter(|&t| (t as usize) < logits.len() && rank(key(t), last).is_gt())
+            .filter(|&t| (t as usize) < logits.len() && rank_key(logits[t as usize], t) < least)
             .collect();
         extra.sort_unstable();
         extra.dedup();
+        // Sorted only when nothing follows the best: otherwise the stages before `top_k`
+        // change some logits and `top_k` orders its survivors itself.
+        let sorted = extra.is_empty();
+        if sorted {
+            keys.sort_unstable_by(|a, b| b.cmp(a));
+        }
         self.ids.clear();
         self.logits.clear();
-        for &p in found.iter().chain(&extra) {
+        for p in keys.into_iter().map(key_position).chain(extra) {
             self.ids.push(p);
             self.logits.push(logits[p as usize]);
         }
         self.dense = false;
-        self.sorted = extra.is_empty();
+        self.sorted = sorted;
         self.probs_valid = false;
-        self.max = Some(self.logits[0]);
+        self.max = sorted.then(|| self.logits[0]);
         self.reached_by_32 = None;
         self.scale = 1.0;
         self.selected = None;
@@ -58,11 +66,11 @@ impl Candidates {
     }
 }
 
-/// The positions of the `best` best-ranked finite logits of a row (`0 < best < len`), in rank
-/// order, found in the read that checks the row; `None` if a logit is NaN or `+inf`, or fewer
-/// than `best` are finite. The scan starts at [`start_threshold`]; if fewer than `best` reach
-/// it, a second read starts from the lowest finite logit.
-fn best_positions(logits: &[f32], best: usize) -> Option<Vec<u32>> {
+/// The [`rank_key`]s of the `best` best-ranked finite logits of a row (`0 < best < len`), in
+/// no particular order, found in the read that checks the row; `None` if a logit is NaN or
+/// `+inf`, or fewer than `best` are finite. The scan starts at [`start_threshold`]; if fewer
+/// than `best` reach it, a second read starts from the lowest finite logit.
+fn best_keys_of_row(logits: &[f32], best: usize) -> Option<Vec<u64>> {
     let start = start_threshold(logits, best).max(f32::MIN); // -inf scans from the lowest
     let (mut keys, clean) = best_keys(logits, best, start);
     if !clean {
@@ -71,11 +79,7 @@ fn best_positions(logits: &[f32], best: usize) -> Option<Vec<u32>> {
     if keys.len() < best && start > f32::MIN {
         keys = best_keys(logits, best, f32::MIN).0;
     }
-    if keys.len() < best {
-        return None;
-    }
-    keys.sort_unstable_by(|a, b| b.cmp(a));
-    Some(keys.into_iter().map(key_position).collect())
+    (keys.len() == best).then_some(keys)
 }
 
 /// Sample blocks of [`start_threshold`], spread evenly over the row.
@@ -145,8 +149,9 @@ fn best_keys(logits: &[f32], k: usize, start: f32) -> (Vec<u64>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::candidates::rank;
     use alloc::vec;
-    use core::cmp::Ordering;
+    use core::cmp::{Ordering, Reverse};
 
     /// What `load_best_checked_from` must leave: the `best` best finite logits by rank, then
     /// the other ids of `also` inside the row, increasing.
@@ -207,9 +212,16 @@ mod tests {
                     c.scale_logits(0.5);
                     assert_eq!(c.load_best_checked_from(&logits, best, &also), None);
                     let want = reference(&logits, best, &also);
-                    assert_eq!(loaded(&c), want, "n {n} best {best} ties {ties}");
+                    let mut got = loaded(&c);
+                    let sorted = want.len() == best;
+                    assert_eq!(c.is_sorted(), sorted);
+                    if !sorted {
+                        // The best in no particular order, then the others in id order.
+                        got[..best]
+                            .sort_by_key(|&(id, x)| Reverse(rank_key(f32::from_bits(x), id)));
+                    }
+                    assert_eq!(got, want, "n {n} best {best} ties {ties}");
                     assert!(!c.is_dense() && c.vocab_size() == n && c.pending_scale() == 1.0);
-                    assert_eq!(c.is_sorted(), want.len() == best);
                     assert_eq!(c.max_logit(), f32::from_bits(want[0].1));
                 }
             }
