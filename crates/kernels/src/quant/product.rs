@@ -5,6 +5,8 @@
 //! unpacked weight group across a tile). Every output is one row's dot product, whose bits
 //! depend only on that activation row and the weight row (the contract of `quant`).
 
+use std::ops::Range;
+
 use super::act::{Act, ActRow};
 use super::dot::{dot_rows, Kernel, TILE_ROWS};
 use super::k::{self, BlockQ8K};
@@ -126,6 +128,45 @@ struct Job<'a, 'w> {
     out: *mut f32,
 }
 
+/// A panel kind's `fill`: `rows` weight rows of `w` unpacked into the panel.
+type PanelFill<P> = unsafe fn(QuantType, &[u8], usize, &mut P);
+/// A panel kind's `multiply`: every activation row against the panel, into `out` (row
+/// stride `n`), plus the bias.
+type PanelMultiply<P, A> = unsafe fn(QuantType, &P, &[A], Option<&[f32]>, *mut f32, usize);
+
+/// The weight rows `cols` of `job` a panel of `width` rows at a time: each filled into
+/// `panel` by `fill`, then multiplied by every activation row of `acts` by `multiply`.
+///
+/// # Safety
+/// The CPU has the instructions of `fill` and `multiply`, which take `ty`; `acts` holds the
+/// activation rows in the form `multiply` needs; the output columns `cols` of every row are
+/// the caller's alone; the bias, when given, holds the weight's `n` values.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn by_panels<P, A>(
+    ty: QuantType,
+    job: &Job<'_, '_>,
+    cols: Range<usize>,
+    width: usize,
+    panel: &mut P,
+    acts: &[A],
+    fill: PanelFill<P>,
+    multiply: PanelMultiply<P, A>,
+) {
+    let (n, rb) = (job.w.n(), job.w.row_bytes());
+    let bytes = job.w.bytes();
+    for j0 in cols.step_by(width) {
+        let count = width.min(n - j0);
+        // SAFETY: the caller's promise; the panel holds rows `j0 .. j0 + count < n` of the
+        // weight, and the output columns `j0 .. j0 + count` are within `cols`.
+        unsafe {
+            fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, panel);
+            let bias = job.bias.map(|b| &b[j0..j0 + count]);
+            multiply(ty, panel, acts, bias, job.out.add(j0), n);
+        }
+    }
+}
+
 // SAFETY: the output pointer is only written through disjoint column ranges, one per task
 // (see `product`); the rest is shared references.
 unsafe impl Sync for Job<'_, '_> {}
@@ -197,96 +238,50 @@ pub(crate) unsafe fn product(
         let bytes = job.w.bytes();
         #[cfg(target_arch = "x86_64")]
         let p = panels(kernel, ty, m, rb);
+        // Each panel kind's `by_panels` call is sound because `panels` chose the kind only
+        // for a CPU that has its instructions (`Kernel::of`: AVX-512 VNNI; AVX2, with `vnni`
+        // only where the CPU has AVX-VNNI) and a type and row size it takes (`fits`,
+        // `takes`); `rows` holds `m` activation rows padded to groups of 8 blocks
+        // (`Act::new`) and `kact` `m` whole rows of `kblocks` Q8_K blocks; the output columns
+        // `cols` of every row are this task's (disjoint ranges, per the function's contract),
+        // and the bias (when given) holds `n` values.
         #[cfg(target_arch = "x86_64")]
-        if p == Panels::Avx512 && ty.is_k() {
-            let mut panel = k::panel::Panel::new(ty, kblocks);
-            for j0 in cols.clone().step_by(k::panel::PANEL) {
-                let count = k::panel::PANEL.min(n - j0);
-                // SAFETY: as for the legacy panel below, with `kact` holding `m` whole rows
-                // of `kblocks` Q8_K blocks and `takes` checked by `panels`.
-                unsafe {
-                    k::panel::fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, &mut panel);
-                    k::panel::multiply(
-                        ty,
-                        &panel,
-                        &kact[..m * kblocks],
-                        job.bias.map(|b| &b[j0..j0 + count]),
-                        job.out.add(j0),
-                        n,
-                    );
-                }
+        match p {
+            Panels::Tiles => {}
+            Panels::Avx512 if ty.is_k() => {
+                let mut panel = k::panel::Panel::new(ty, kblocks);
+                let acts = &kact[..m * kblocks];
+                let (fill, multiply) = (k::panel::fill, k::panel::multiply);
+                let width = k::panel::PANEL;
+                // SAFETY: see above.
+                unsafe { by_panels(ty, job, cols, width, &mut panel, acts, fill, multiply) };
+                return;
             }
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if p == Panels::Avx512 {
-            let mut panel = super::panel::Panel::new(k / 32);
-            for j0 in cols.step_by(super::panel::PANEL) {
-                let count = super::panel::PANEL.min(n - j0);
-                // SAFETY: `panels` chose this only for AVX-512 VNNI on a CPU that has it
-                // (`Kernel::of`), a legacy type and rows that `fits`; the panel holds rows
-                // `j0 .. j0 + count < n` of the weight; every activation row holds the
-                // row's blocks padded to groups of 8 (`Act::new`); the output columns
-                // `j0 .. j0 + count` of every row are this task's (disjoint ranges, per the
-                // function's contract), and the bias (when given) holds `n` values.
-                unsafe {
-                    super::panel::fill(ty, &bytes[j0 * rb..(j0 + count) * rb], count, &mut panel);
-                    super::panel::multiply(
-                        ty,
-                        &panel,
-                        &rows,
-                        job.bias.map(|b| &b[j0..j0 + count]),
-                        job.out.add(j0),
-                        n,
-                    );
-                }
+            Panels::Avx512 => {
+                let mut panel = super::panel::Panel::new(k / 32);
+                let (fill, multiply) = (super::panel::fill, super::panel::multiply);
+                let width = super::panel::PANEL;
+                // SAFETY: see above.
+                unsafe { by_panels(ty, job, cols, width, &mut panel, &rows, fill, multiply) };
+                return;
             }
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if let Panels::Avx2 { vnni } = p {
-            use super::panel_avx2::PANEL;
-            if ty.is_k() {
+            Panels::Avx2 { .. } if ty.is_k() => {
                 let mut panel = k::panel_avx2::Panel::new(ty, kblocks);
-                for j0 in cols.step_by(PANEL) {
-                    let count = PANEL.min(n - j0);
-                    // SAFETY: `panels` chose this only for AVX2 (or AVX-512) on a CPU that
-                    // has it (`Kernel::of`) and a type `takes` accepts; otherwise as below.
-                    unsafe {
-                        let w = &bytes[j0 * rb..(j0 + count) * rb];
-                        k::panel_avx2::fill(ty, w, count, &mut panel);
-                        k::panel_avx2::multiply(
-                            ty,
-                            &panel,
-                            &kact[..m * kblocks],
-                            job.bias.map(|b| &b[j0..j0 + count]),
-                            job.out.add(j0),
-                            n,
-                        );
-                    }
-                }
-            } else {
-                let mut panel = super::panel_avx2::Panel::new(k / 32, vnni);
-                for j0 in cols.step_by(PANEL) {
-                    let count = PANEL.min(n - j0);
-                    // SAFETY: `panels` chose this only for AVX2 on a CPU that has it, with
-                    // `vnni` only where it has AVX-VNNI (`Kernel::of`); otherwise as the
-                    // AVX-512 panel above.
-                    unsafe {
-                        let w = &bytes[j0 * rb..(j0 + count) * rb];
-                        super::panel_avx2::fill(ty, w, count, &mut panel);
-                        super::panel_avx2::multiply(
-                            ty,
-                            &panel,
-                            &rows,
-                            job.bias.map(|b| &b[j0..j0 + count]),
-                            job.out.add(j0),
-                            n,
-                        );
-                    }
-                }
+                let acts = &kact[..m * kblocks];
+                let (fill, multiply) = (k::panel_avx2::fill, k::panel_avx2::multiply);
+                let width = super::panel_avx2::PANEL;
+                // SAFETY: see above.
+                unsafe { by_panels(ty, job, cols, width, &mut panel, acts, fill, multiply) };
+                return;
             }
-            return;
+            Panels::Avx2 { vnni } => {
+                let mut panel = super::panel_avx2::Panel::new(k / 32, vnni);
+                let (fill, multiply) = (super::panel_avx2::fill, super::panel_avx2::multiply);
+                let width = super::panel_avx2::PANEL;
+                // SAFETY: see above.
+                unsafe { by_panels(ty, job, cols, width, &mut panel, &rows, fill, multiply) };
+                return;
+            }
         }
         let mut sums = [0f32; TILE_ROWS];
         // Prefill: a chunk of weight rows (a few KB, kept in L1) against every tile of
