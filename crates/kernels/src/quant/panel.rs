@@ -40,16 +40,16 @@ pub(crate) const PANEL: usize = 16;
 const ROWS: usize = 4;
 
 /// Registers a block takes in the panel: 8 of levels, its rows' `d_w`, their `m_w`.
-const PER_BLOCK: usize = 10;
+pub(super) const PER_BLOCK: usize = 10;
 
 /// The unpacked levels and scales of up to [`PANEL`] weight rows (see the module docs).
 pub(crate) struct Panel {
     /// `PER_BLOCK` registers a block.
-    regs: Vec<__m512i>,
+    pub(super) regs: Vec<__m512i>,
     /// Blocks a row.
-    blocks: usize,
+    pub(super) blocks: usize,
     /// Weight rows held (`1..=PANEL`); lanes past them repeat the last row.
-    rows: usize,
+    pub(super) rows: usize,
 }
 
 impl Panel {
@@ -308,13 +308,7 @@ unsafe fn tile_t<const T: u8, const R: usize>(
             let mut b = c;
             while b < nb {
                 let p = regs.add(b * PER_BLOCK);
-                let mut isum = [_mm512_setzero_si512(); R];
-                if shift > 0 {
-                    for r in 0..R {
-                        let s = *rows[r].sum.get_unchecked(lane_at(b));
-                        isum[r] = _mm512_set1_epi32(-(s << shift));
-                    }
-                }
+                let mut isum: [__m512i; R] = std::array::from_fn(|r| start_sum(&rows[r], b, shift));
                 for e in 0..8 {
                     let wv = *p.add(e);
                     for r in 0..R {
@@ -323,19 +317,8 @@ unsafe fn tile_t<const T: u8, const R: usize>(
                         isum[r] = _mm512_dpbusd_epi32(isum[r], wv, av);
                     }
                 }
-                let dw = _mm512_castsi512_ps(*p.add(8));
-                let l = lane_at(b);
                 for r in 0..R {
-                    let pr = _mm512_mul_ps(dw, _mm512_set1_ps(*rows[r].d.get_unchecked(l)));
-                    let sf = _mm512_cvtepi32_ps(isum[r]);
-                    let cb = if offset(T) {
-                        let mw = _mm512_castsi512_ps(*p.add(9));
-                        let ms = _mm512_mul_ps(mw, _mm512_set1_ps(*rows[r].s.get_unchecked(l)));
-                        _mm512_fmadd_ps(pr, sf, ms)
-                    } else {
-                        _mm512_mul_ps(pr, sf)
-                    };
-                    acc[r] = _mm512_add_ps(acc[r], cb);
+                    acc[r] = _mm512_add_ps(acc[r], contribution::<T>(p, &rows[r], b, isum[r]));
                 }
                 b += 8;
             }
@@ -344,6 +327,53 @@ unsafe fn tile_t<const T: u8, const R: usize>(
             }
         }
         store_rows(&class, panel.rows, bias, out, n);
+    }
+}
+
+/// The integer sum block `b`'s products with one activation row start from: `−(Σ q << shift)`,
+/// which takes the unsigned levels' offset back out (`shift` of `offset_shift`; 0 for none).
+///
+/// # Safety
+/// AVX-512F enabled; the row holds block `b`.
+#[inline(always)]
+pub(super) unsafe fn start_sum(row: &ActRow<'_>, b: usize, shift: i32) -> __m512i {
+    // SAFETY: `lane_at(b)` is inside the row's sums (the caller's promise); the rest is
+    // register-only.
+    unsafe {
+        match shift {
+            0 => _mm512_setzero_si512(),
+            _ => _mm512_set1_epi32(-(*row.sum.get_unchecked(lane_at(b)) << shift)),
+        }
+    }
+}
+
+/// Block `b`'s contribution to one activation row's dot products with the panel's rows,
+/// lane-wise, from its exact integer sums `isum`: `(d_w·d_a)·sumi`, or for the types with an
+/// offset `fma(d_w·d_a, sumi, m_w·s_a)` — the scalar reference's operations (type code `T`).
+///
+/// # Safety
+/// AVX-512F and FMA enabled; `p` points at block `b`'s [`PER_BLOCK`] panel registers; the row
+/// holds block `b`.
+#[inline(always)]
+pub(super) unsafe fn contribution<const T: u8>(
+    p: *const __m512i,
+    row: &ActRow<'_>,
+    b: usize,
+    isum: __m512i,
+) -> __m512 {
+    // SAFETY: the panel registers and the row's block `b` are the caller's promise.
+    unsafe {
+        let l = lane_at(b);
+        let dw = _mm512_castsi512_ps(*p.add(8));
+        let pr = _mm512_mul_ps(dw, _mm512_set1_ps(*row.d.get_unchecked(l)));
+        let sf = _mm512_cvtepi32_ps(isum);
+        if offset(T) {
+            let mw = _mm512_castsi512_ps(*p.add(9));
+            let ms = _mm512_mul_ps(mw, _mm512_set1_ps(*row.s.get_unchecked(l)));
+            _mm512_fmadd_ps(pr, sf, ms)
+        } else {
+            _mm512_mul_ps(pr, sf)
+        }
     }
 }
 

@@ -18,7 +18,8 @@ use crate::{split, Isa, WeightView};
 const CHUNK: usize = 16;
 
 /// Activation rows from which a legacy product takes a panel kernel (`panel` on AVX-512
-/// VNNI, `panel_avx2` on AVX2); a K-quant (`k::panel`, `k::panel_avx2`), whose panels cost
+/// VNNI, from `amx::TILE` rows with AMX-INT8 tiles where the CPU has them and `SIEVE_AMX=1`
+/// asks for them, `panel_avx2` on AVX2); a K-quant (`k::panel`, `k::panel_avx2`), whose panels cost
 /// more to fill, from `PANEL_ROWS_K`. Decode (one row) stays on the tile kernels, which read
 /// each weight once without unpacking it anywhere. (`quant::tests::speed_matmul`,
 /// `[1536, 576]` Q4_0: 2 rows 22 µs on the panel, 32 on the tiles; `[576, 1536]` Q2_K–Q6_K:
@@ -34,6 +35,9 @@ enum Panels {
     Tiles,
     /// AVX-512 VNNI, 16 weight rows a panel (`panel`, `k::panel`).
     Avx512,
+    /// AMX-INT8 tiles on the AVX-512 VNNI legacy panel, 16 activation rows a tile product
+    /// (`amx`; only with `SIEVE_AMX=1`).
+    Amx,
     /// AVX2, 8 weight rows a panel (`panel_avx2`, `k::panel_avx2`): for AVX2, AVX-VNNI
     /// and AVX-512 without VNNI; the legacy types with AVX-VNNI `vpdpbusd` when `vnni`.
     Avx2 {
@@ -67,6 +71,14 @@ fn panels(kernel: Kernel, ty: QuantType, m: usize, row_bytes: usize) -> Panels {
     #[cfg(target_arch = "x86_64")]
     {
         match kernel {
+            Kernel::Avx512Vnni
+                if !ty.is_k()
+                    && m >= super::amx::TILE
+                    && super::panel::fits(row_bytes)
+                    && super::amx::enabled() =>
+            {
+                Panels::Amx
+            }
             Kernel::Avx512Vnni
                 if if ty.is_k() {
                     k::panel::takes(ty, row_bytes)
@@ -239,8 +251,8 @@ pub(crate) unsafe fn product(
         #[cfg(target_arch = "x86_64")]
         let p = panels(kernel, ty, m, rb);
         // Each panel kind's `by_panels` call is sound because `panels` chose the kind only
-        // for a CPU that has its instructions (`Kernel::of`: AVX-512 VNNI; AVX2, with `vnni`
-        // only where the CPU has AVX-VNNI) and a type and row size it takes (`fits`,
+        // for a CPU that has its instructions (`Kernel::of`: AVX-512 VNNI; `amx::enabled`
+        // for AMX; AVX2, with `vnni` only where the CPU has AVX-VNNI) and a type and row size it takes (`fits`,
         // `takes`); `rows` holds `m` activation rows padded to groups of 8 blocks
         // (`Act::new`) and `kact` `m` whole rows of `kblocks` Q8_K blocks; the output columns
         // `cols` of every row are this task's (disjoint ranges, per the function's contract),
@@ -257,9 +269,13 @@ pub(crate) unsafe fn product(
                 unsafe { by_panels(ty, job, cols, width, &mut panel, acts, fill, multiply) };
                 return;
             }
-            Panels::Avx512 => {
+            Panels::Avx512 | Panels::Amx => {
                 let mut panel = super::panel::Panel::new(k / 32);
-                let (fill, multiply) = (super::panel::fill, super::panel::multiply);
+                let fill = super::panel::fill;
+                let multiply = match p {
+                    Panels::Amx => super::amx::multiply,
+                    _ => super::panel::multiply,
+                };
                 let width = super::panel::PANEL;
                 // SAFETY: see above.
                 unsafe { by_panels(ty, job, cols, width, &mut panel, &rows, fill, multiply) };

@@ -138,14 +138,21 @@ type PanelRun<'a> =
 
 /// Checks a panel kernel of `width` weight rows (`run`) bit for bit against the scalar
 /// reference: every type, ragged block counts, panels of `counts` rows (lanes past them
-/// unwritten), 1 to 9 activation rows (every tile height), with and without a bias.
+/// unwritten), `m` activation rows given `tiles` rows at a time (every tile height), with
+/// and without a bias.
 #[cfg(target_arch = "x86_64")]
-fn check_panel(name: &str, width: usize, counts: &[usize], run: PanelRun<'_>) {
+fn check_panel(
+    name: &str,
+    width: usize,
+    counts: &[usize],
+    m: usize,
+    tiles: &[usize],
+    run: PanelRun<'_>,
+) {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     for ty in LEGACY {
         for blocks in [1, 2, 7, 8, 9, 16, 18, 23, 48] {
             let k = blocks * 32;
-            let m = 9;
             let x = act_rows(m, k, &mut rng);
             let act = Act::new(crate::Isa::best(), &x, m, k);
             let rows: Vec<ActRow<'_>> = (0..m).map(|r| act.row(r)).collect();
@@ -154,8 +161,11 @@ fn check_panel(name: &str, width: usize, counts: &[usize], run: PanelRun<'_>) {
                 let rb = ty.row_bytes(k).unwrap();
                 let w = weight_row(ty, blocks * count, &mut rng, scale);
                 let bias: Vec<f32> = (0..count).map(|_| rng.unit() * 4.0).collect();
+                let wants: Vec<f32> = (0..m * count)
+                    .map(|i| reference(ty, &w[(i % count) * rb..][..rb], rows[i / count]))
+                    .collect();
                 for with_bias in [false, true] {
-                    for tile in [1, 3, 4, 9] {
+                    for &tile in tiles {
                         let n = width + 3;
                         let sentinel = f32::from_bits(0x7FC0_1234);
                         let mut out = vec![sentinel; m * n];
@@ -177,7 +187,7 @@ fn check_panel(name: &str, width: usize, counts: &[usize], run: PanelRun<'_>) {
                                     );
                                     continue;
                                 }
-                                let mut want = reference(ty, &w[j * rb..(j + 1) * rb], rows[r]);
+                                let mut want = wants[r * count + j];
                                 if with_bias {
                                     want += bias[j];
                                 }
@@ -209,6 +219,8 @@ fn panel_kernel_gives_the_reference_bits() {
         "avx512",
         PANEL,
         &[16, 1, 5, 13],
+        9,
+        &[1, 3, 4, 9],
         &|ty, w, count, blocks, rows, bias, out, n| {
             let mut panel = Panel::new(blocks);
             // SAFETY: the CPU has AVX-512 VNNI (checked above); `w` holds `count` rows; `out`
@@ -216,6 +228,41 @@ fn panel_kernel_gives_the_reference_bits() {
             unsafe {
                 fill(ty, w, count, &mut panel);
                 multiply(ty, &panel, rows, bias, out, n);
+            }
+        },
+    );
+}
+
+/// The AMX-INT8 panel kernel (the VNNI panel's weights, 16 activation rows a tile product,
+/// the rest on the VNNI panel) gives the scalar reference's bits for every output
+/// (`check_panel`: 40 activation rows given 16, 33 and 40 at a time). Where the CPU has no
+/// AMX-INT8 it says so and passes, unless `SIEVE_EXPECT_AMX` is set (on a machine that has
+/// it, so that a lost detection fails).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn amx_panel_kernel_gives_the_reference_bits() {
+    use super::panel::{fill, Panel, PANEL};
+    if !super::amx::supported() {
+        assert!(
+            std::env::var_os("SIEVE_EXPECT_AMX").is_none(),
+            "SIEVE_EXPECT_AMX is set but AMX-INT8 is not available"
+        );
+        eprintln!("no AMX-INT8: AMX panel kernel not tested");
+        return;
+    }
+    check_panel(
+        "amx",
+        PANEL,
+        &[16, 1, 5, 13],
+        40,
+        &[16, 33, 40],
+        &|ty, w, count, blocks, rows, bias, out, n| {
+            let mut panel = Panel::new(blocks);
+            // SAFETY: the CPU has AMX-INT8 and AVX-512 VNNI (`amx::supported`, checked
+            // above); `w` holds `count` rows; `out` holds the rows' `count` columns `n` apart.
+            unsafe {
+                fill(ty, w, count, &mut panel);
+                super::amx::multiply(ty, &panel, rows, bias, out, n);
             }
         },
     );
@@ -244,6 +291,8 @@ fn avx2_panel_kernel_gives_the_reference_bits() {
             name,
             PANEL,
             &counts,
+            9,
+            &[1, 3, 4, 9],
             &|ty, w, count, blocks, rows, bias, out, n| {
                 let mut panel = Panel::new(blocks, vnni);
                 // SAFETY: the CPU has AVX2 (and AVX-VNNI when `vnni`), checked above; `w`
@@ -258,9 +307,10 @@ fn avx2_panel_kernel_gives_the_reference_bits() {
 }
 
 /// Through the driver, with and without the VNNI kernels (`NO_VNNI`: AVX2 without AVX-VNNI,
-/// AVX-512 without VNNI, which take the AVX2 panels): every type, every ISA, a ragged panel
-/// count (37 weight rows), row counts below and above the panels' thresholds, one and two
-/// threads, with a bias: the scalar reference's bits. (Other tests running meanwhile may
+/// AVX-512 without VNNI, which take the AVX2 panels), and with the AMX panels where the CPU
+/// has them (`FORCE_AMX`): every type, every ISA, a ragged panel count (37 weight rows), row
+/// counts below and above the panels' thresholds (40: two AMX tiles and 8 rows on the VNNI
+/// panel), one and two threads, with a bias: the scalar reference's bits. (Other tests running meanwhile may
 /// see `NO_VNNI` set: it changes their speed, not their bits.)
 #[test]
 fn every_panel_path_through_the_driver_gives_the_reference_bits() {
@@ -275,28 +325,38 @@ fn every_panel_path_through_the_driver_gives_the_reference_bits() {
                 .unwrap()
         })
         .collect();
+    // (no VNNI, AMX): and the AMX panels where the CPU has them.
+    let mut variants = vec![(false, false), (true, false)];
+    #[cfg(target_arch = "x86_64")]
+    if super::amx::supported() {
+        variants.push((false, true));
+    }
     let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
     for ty in QuantType::ALL {
         let (n, k) = (37, if ty.is_k() { 768 } else { 288 });
         let wf: Vec<f32> = (0..n * k).map(|_| rng.unit()).collect();
         let w = Weights::quantize_f32(&wf, ty, n, k).unwrap();
         let bias: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
-        for m in [1, 2, 4, 9] {
+        for m in [1, 2, 4, 9, 40] {
             let x: Vec<f32> = (0..m * k).map(|_| rng.unit() * 2.0).collect();
             let mut want = vec![0f32; m * n];
             matmul_nt_on(Isa::Scalar, &x, m, &w.view(), Some(&bias), &mut want);
             for isa in Isa::available() {
-                for no_vnni in [false, true] {
+                for &(no_vnni, amx) in &variants {
                     for pool in &pools {
                         super::dot::NO_VNNI.store(no_vnni, Ordering::Relaxed);
+                        #[cfg(target_arch = "x86_64")]
+                        super::amx::FORCE_AMX.store(amx, Ordering::Relaxed);
                         let mut got = vec![0f32; m * n];
                         pool.install(|| matmul_nt_on(isa, &x, m, &w.view(), Some(&bias), &mut got));
                         super::dot::NO_VNNI.store(false, Ordering::Relaxed);
+                        #[cfg(target_arch = "x86_64")]
+                        super::amx::FORCE_AMX.store(false, Ordering::Relaxed);
                         assert!(
                             got.iter()
                                 .zip(&want)
                                 .all(|(a, b)| a.to_bits() == b.to_bits()),
-                            "{ty} {isa:?} no_vnni {no_vnni} m {m} {} threads",
+                            "{ty} {isa:?} no_vnni {no_vnni} amx {amx} m {m} {} threads",
                             pool.current_num_threads()
                         );
                     }
@@ -483,7 +543,8 @@ fn speed_matmul() {
 }
 
 /// `matmul_nt_on` at 256 rows on one thread, by instruction set and kernel: AVX2 tiles and
-/// panels (without and with AVX-VNNI), AVX-512 panels, for Q4_0 and Q8_0 at `[1536, 576]`,
+/// panels (without and with AVX-VNNI), AVX-512 panels (and with AMX-INT8 tiles where the CPU
+/// has them), for Q4_0 and Q8_0 at `[1536, 576]`,
 /// Q4_K and Q6_K at `[576, 1536]` (`SPEED_ROWS` rows instead when set). The runs alternate;
 /// each line is the median of `REPS`
 /// (run with `cargo test --release -p sieve-kernels --lib quant::tests::speed_panels --
@@ -503,20 +564,29 @@ fn speed_panels_by_isa() {
         .num_threads(1)
         .build()
         .unwrap();
-    // (name, isa, AVX-VNNI allowed, tiles only)
+    // (name, isa, AVX-VNNI allowed, tiles only, AMX allowed)
     let mut kernels = vec![];
     if crate::Isa::Avx2.is_available() {
-        kernels.push(("avx2 tiles", Isa::Avx2, false, true));
-        kernels.push(("avx2 panel", Isa::Avx2, false, false));
+        kernels.push(("avx2 tiles", Isa::Avx2, false, true, false));
+        kernels.push(("avx2 panel", Isa::Avx2, false, false, false));
         if std::arch::is_x86_feature_detected!("avxvnni") {
-            kernels.push(("avx-vnni tiles", Isa::Avx2, true, true));
-            kernels.push(("avx-vnni panel", Isa::Avx2, true, false));
+            kernels.push(("avx-vnni tiles", Isa::Avx2, true, true, false));
+            kernels.push(("avx-vnni panel", Isa::Avx2, true, false, false));
         }
     }
     if crate::Isa::Avx512.is_available() {
-        kernels.push(("avx512 no-vnni tiles", Isa::Avx512, false, true));
-        kernels.push(("avx512 no-vnni panel (avx2)", Isa::Avx512, false, false));
-        kernels.push(("avx512 panel", Isa::Avx512, true, false));
+        kernels.push(("avx512 no-vnni tiles", Isa::Avx512, false, true, false));
+        kernels.push((
+            "avx512 no-vnni panel (avx2)",
+            Isa::Avx512,
+            false,
+            false,
+            false,
+        ));
+        kernels.push(("avx512 panel", Isa::Avx512, true, false, false));
+        if super::amx::supported() {
+            kernels.push(("avx512 panel + amx tiles", Isa::Avx512, true, false, true));
+        }
     }
     for (ty, n, k) in [
         (QuantType::Q4_0, 1536, 576),
@@ -531,9 +601,10 @@ fn speed_panels_by_isa() {
         let mut times = vec![Vec::new(); kernels.len()];
         let mut first: Option<Vec<f32>> = None;
         for _ in 0..REPS {
-            for (i, &(_, isa, vnni, tiles)) in kernels.iter().enumerate() {
+            for (i, &(_, isa, vnni, tiles, amx)) in kernels.iter().enumerate() {
                 super::dot::NO_VNNI.store(!vnni, Ordering::Relaxed);
                 super::product::TILES_ONLY.store(tiles, Ordering::Relaxed);
+                super::amx::FORCE_AMX.store(amx, Ordering::Relaxed);
                 let mut out = vec![0f32; m * n];
                 let t = std::time::Instant::now();
                 pool.install(|| crate::matmul_nt_on(isa, &x, m, &view, None, &mut out));
@@ -549,6 +620,7 @@ fn speed_panels_by_isa() {
         }
         super::dot::NO_VNNI.store(false, Ordering::Relaxed);
         super::product::TILES_ONLY.store(false, Ordering::Relaxed);
+        super::amx::FORCE_AMX.store(false, Ordering::Relaxed);
         for ((name, ..), t) in kernels.iter().zip(&mut times) {
             t.sort_by(f64::total_cmp);
             eprintln!(
