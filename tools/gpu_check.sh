@@ -2,14 +2,19 @@
 # The CUDA path against the CPU, on a machine with an NVIDIA GPU (issue 25, item 4).
 #
 #   tools/gpu_check.sh [--bench-model DIR] [--bandwidth GBPS] [--no-build] [--tolerance T]
-#                      [--backend NAME]
+#                      [--backend NAME] [--jobs N]
 #
 # 1. builds `sieve` with `--features cuda` (release);
 # 2. for every fixture in tests/fixtures/models, runs `sieve logits --all-positions --json`
 #    on `--backend cuda` and on `--backend flex` (the host path) and requires every logit at
 #    every position to agree within T (default 1e-3);
 # 3. generates greedily (`--sampler greedy`, the fixture's prompt ids) on both and requires
-#    the same tokens;
+#    the same tokens; every GGUF file of tests/fixtures/gguf/models is checked the same way,
+#    both sides with `--dtype f32` (the blocks dequantized once: the host's default
+#    multiplies the blocks with 8-bit activations, which the GPU path does not);
+#    the fixtures run N at a time (default 4), each process with its own CubeCL caches, and
+#    each line is printed as its fixture finishes (kernel compilation dominates a GPU
+#    process's time on these tiny models);
 # 4. with --bench-model DIR (a SmolLM2-135M-shaped model: `tools/make_bench_model.py DIR`
 #    writes one, with torch), runs `sieve bench model --backend cuda --json` and sets its
 #    median decode step beside the memory-bandwidth floor: the bytes of weights one step
@@ -33,9 +38,10 @@ build=1
 tolerance="1e-3"
 gen_tokens=16
 backend=cuda
+jobs=4
 
 usage() {
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -46,6 +52,7 @@ while [[ $# -gt 0 ]]; do
         --tolerance) tolerance="${2:?--tolerance needs a number}"; shift 2 ;;
         --no-build) build=0; shift ;;
         --backend) backend="${2:?--backend needs a name}"; shift 2 ;;
+        --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
         -h | --help) usage ;;
         *) echo "gpu_check: unknown argument: $1" >&2; usage ;;
     esac
@@ -89,16 +96,23 @@ else:
 PY
 }
 
-for dir in tests/fixtures/models/*/; do
-    name="$(basename "$dir")"
-    expected="$dir/expected.json"
-    [[ -f "$expected" ]] || continue
-    tokens="$(field "$expected" tokens)"
-    for b in "$backend" flex; do
-        "$sieve" logits --model "$dir" --tokens "$tokens" --all-positions --json \
-            --backend "$b" >"$work/$name.$b.json"
-    done
-    if diff="$(python3 - "$work/$name.$backend.json" "$work/$name.flex.json" "$tolerance" <<'PY'
+# check_model NAME MODEL TOKENS PROMPT [ARGS...]: the logits and greedy checks of one model,
+# `$backend` against flex (both with ARGS), one PASS/FAIL line each on stdout. Runs
+# in its own directory so that CubeCL's caches (found from the working directory) are its
+# own.
+check_model() {
+    local name="$1" model="$2" tokens="$3" prompt="$4"
+    shift 4
+    local dir="$work/$name"
+    mkdir -p "$dir/cache"
+    cd "$dir" || return
+    export XDG_CACHE_HOME="$dir/cache"
+    local start=$SECONDS b diff
+    "$sieve" logits --model "$model" --tokens "$tokens" --all-positions --json \
+        --backend "$backend" "$@" >"$dir/logits.gpu.json" 2>"$dir/err.txt"
+    "$sieve" logits --model "$model" --tokens "$tokens" --all-positions --json \
+        --backend flex "$@" >"$dir/logits.host.json" 2>>"$dir/err.txt"
+    if diff="$(python3 - "$dir/logits.gpu.json" "$dir/logits.host.json" "$tolerance" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))["logits"]
 b = json.load(open(sys.argv[2]))["logits"]
@@ -108,28 +122,62 @@ print(f"{d:.3e}")
 sys.exit(0 if d <= float(sys.argv[3]) else 1)
 PY
     )"; then
-        summary+=("PASS logits  $name: max |$backend - flex| = $diff")
+        echo "PASS logits  $name: max |$backend - flex| = $diff ($((SECONDS - start)) s)"
     else
-        summary+=("FAIL logits  $name: max |$backend - flex| = ${diff:-no result} (> $tolerance)")
-        failures=$((failures + 1))
+        echo "FAIL logits  $name: max |$backend - flex| = ${diff:-no result} (> $tolerance): $(tail -c 300 "$dir/err.txt")"
     fi
-
-    prompt="$(field "$expected" greedy)"
-    for b in "$backend" flex; do
-        "$sieve" generate --model "$dir" --tokens "$prompt" --sampler greedy \
-            --max-tokens "$gen_tokens" --json --backend "$b" >"$work/$name.$b.gen.json"
-    done
-    if python3 - "$work/$name.$backend.gen.json" "$work/$name.flex.gen.json" <<'PY'
+    start=$SECONDS
+    "$sieve" generate --model "$model" --tokens "$prompt" --sampler greedy \
+        --max-tokens "$gen_tokens" --json --backend "$backend" "$@" >"$dir/gen.gpu.json" 2>>"$dir/err.txt"
+    "$sieve" generate --model "$model" --tokens "$prompt" --sampler greedy \
+        --max-tokens "$gen_tokens" --json --backend flex "$@" >"$dir/gen.host.json" 2>>"$dir/err.txt"
+    if python3 - "$dir/gen.gpu.json" "$dir/gen.host.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p))["tokens"] for p in sys.argv[1:3])
 sys.exit(0 if a == b else 1)
 PY
     then
-        summary+=("PASS greedy  $name: $gen_tokens tokens equal")
+        echo "PASS greedy  $name: $gen_tokens tokens equal ($((SECONDS - start)) s)"
     else
-        summary+=("FAIL greedy  $name: $backend and flex generate different tokens")
-        failures=$((failures + 1))
+        echo "FAIL greedy  $name: $backend and flex generate different tokens: $(tail -c 300 "$dir/err.txt")"
     fi
+}
+
+# The models: the safetensors fixtures, then the GGUF fixtures (with the prompt ids of the
+# fixture of the same name, dequantized on both sides).
+models=()
+for dir in tests/fixtures/models/*/; do
+    name="$(basename "$dir")"
+    [[ -f "$dir/expected.json" ]] || continue
+    models+=("$name|$root/$dir|$dir/expected.json|")
+done
+for file in tests/fixtures/gguf/models/*.gguf; do
+    [[ -f "$file" ]] || continue
+    name="$(basename "$file" .gguf)"
+    expected="tests/fixtures/models/${name%-*}/expected.json"
+    [[ -f "$expected" ]] || continue
+    models+=("$name.gguf|$root/$file|$expected|--dtype f32")
+done
+
+pids=()
+for entry in "${models[@]}"; do
+    IFS='|' read -r name model expected host <<<"$entry"
+    tokens="$(field "$expected" tokens)"
+    prompt="$(field "$expected" greedy)"
+    # shellcheck disable=SC2086 # the host arguments are words
+    (check_model "$name" "$model" "$tokens" "$prompt" $host | tee "$work/$name.result") &
+    pids+=($!)
+    while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do
+        wait -n || true
+    done
+done
+wait
+for entry in "${models[@]}"; do
+    name="${entry%%|*}"
+    while IFS= read -r line; do
+        summary+=("$line")
+        [[ "$line" == FAIL* ]] && failures=$((failures + 1))
+    done <"$work/$name.result"
 done
 
 if [[ -n "$bench_model" ]]; then

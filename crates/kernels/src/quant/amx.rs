@@ -19,13 +19,11 @@
 //! not fill a tile of 16 (or are not evenly spaced in memory) go to the VNNI panel.
 //!
 //! **Off unless asked for** (`SIEVE_AMX=1` in the environment, [`enabled`]): on the one AMX
-//! machine measured (a 16-core Xeon VM with AMX-INT8, docs/quant.md), the tiles were no
-//! faster than the VNNI panels at SmolLM2's shapes (a product at 256 rows: 0.91–0.94× the
-//! VNNI panel's median time, a minimum 1.10× slower for Q4_0), and a whole prefill was
-//! slower with them (880 and 919 tokens/s against 992 and 948 for Q4_0 on two threads, 1 034
-//! against 1 227 for Q8_0). Per block the float formula of the contract, not the integer
-//! products, is most of the work, and each tile product's sums go through memory
-//! (`tilestored`, then a load per activation row) before it can start.
+//! machine measured (docs/quant.md), the tiles gave the same bits but were no faster than
+//! the VNNI panels at SmolLM2's shapes, and a whole prefill was slower with them. Per block
+//! the contract's float formula, not the integer products, is most of the work, and each
+//! tile product's sums go through memory (`tilestored`, then a load per activation row)
+//! before it can start.
 //!
 //! # Safety
 //! The entry points run only where [`supported`] said yes: AMX-TILE and AMX-INT8, the OS
