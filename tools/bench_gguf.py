@@ -11,11 +11,14 @@ raw runs as JSON on stderr.
 
 sieve's prefill figure is its warm prefill (the median of prefills after the first), as
 llama.cpp's follows an untimed warm-up run. sieve keeps its KV cache in f32 (exact), llama.cpp
-in f16 (its default).
+in f16 (its default). Peak memory: sieve's is its own `peak_rss_bytes` (read before it
+allocates its bandwidth-test buffer); llama.cpp's is the process's maximum resident set
+(`wait4`'s `ru_maxrss`), its warm-up and repetition included.
 """
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -37,11 +40,17 @@ def run_sieve(file, threads):
 
 def run_llama(build, file, threads):
     binary = ROOT / f"target/llamacpp/{build}/release/sieve-llamacpp"
-    out = subprocess.run(
+    proc = subprocess.Popen(
         [str(binary), "bench", file, "--prompt", "256", "--gen", "64", "--threads", str(threads),
-         "--reps", "1"], check=True, capture_output=True, text=True).stdout
+         "--reps", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{binary} bench {file}: exit {proc.returncode}")
     r = json.loads(out.strip().splitlines()[-1])
     return {"decode_ms": r["decode_ms_per_token"], "prefill_tps": r["prefill_tokens_per_s"],
+            "rss_mb": usage.ru_maxrss * 1024 / 1e6,
             "system_info": r["system_info"], "version": r["llama_cpp"]}
 
 
@@ -63,8 +72,9 @@ def main():
     print(f"threads {args.threads}, prompt 256, 64 decode steps, medians of {args.reps} alternating runs")
     print()
     print("| file | size | sieve decode ms | llama.cpp decode ms (AVX2 / native) | decode speedup vs best | "
-          "sieve floor ms | sieve prefill tok/s | llama.cpp prefill tok/s (AVX2 / native) | prefill ratio vs best | sieve peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "sieve floor ms | sieve prefill tok/s | llama.cpp prefill tok/s (AVX2 / native) | prefill ratio vs best | "
+          "sieve peak RSS MB | llama.cpp peak RSS MB (AVX2 / native) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for f in args.files:
         s, d, n = runs[(f, "sieve")], runs[(f, "default")], runs[(f, "native")]
         sd, dd, nd = med(s, "decode_ms"), med(d, "decode_ms"), med(n, "decode_ms")
@@ -72,7 +82,8 @@ def main():
         size = Path(f).stat().st_size / 1e6
         print(f"| {Path(f).name} ({s[0]['dtype']}) | {size:.0f} MB | {sd:.2f} | {dd:.2f} / {nd:.2f} | "
               f"{min(dd, nd) / sd:.2f}x | {med(s, 'floor_ms'):.2f} | {sp:.0f} | {dp:.0f} / {np_:.0f} | "
-              f"{sp / max(dp, np_):.2f}x | {med(s, 'rss_mb'):.0f} |")
+              f"{sp / max(dp, np_):.2f}x | {med(s, 'rss_mb'):.0f} | "
+              f"{med(d, 'rss_mb'):.0f} / {med(n, 'rss_mb'):.0f} |")
     first = runs[(args.files[0], "default")][0]
     print()
     print(f"llama.cpp {first['version']}; AVX2 build: {first['system_info']}")
