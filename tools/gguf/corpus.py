@@ -109,7 +109,7 @@ def divergence(args, tool, gguf_path, prompt_ids, lc_ids, hf_ids, work):
         return None
     ids = prompt_ids + lc_ids[:n]
     path = work / "divergence.f32"
-    tool(args, "logits", gguf_path, ",".join(map(str, ids)), path, "--threads", "2", "--kv", "f32")
+    tool(args, "logits", gguf_path, ",".join(map(str, ids)), path, *args.logits_options)
     lc = reference.read_f32(path, 49152)
     hf = reference.logits_from_gguf(gguf_path, ids)
     pair = [lc_ids[n], hf_ids[n]]
@@ -134,10 +134,12 @@ def make_smollm2(args, tool):
     question = "Name three primary colors."
 
     # Greedy text: the Jinja rendering of the file's template (what sieve's --chat renders),
-    # and llama.cpp's built-in template rendering, 64 steps each.
+    # and llama.cpp's built-in template rendering, 64 steps each; f32 KV cache and flash
+    # attention off, as every logits fixture (make_gguf_fixtures.LOGITS_OPTIONS).
     prompt = render_chat(gguf_path, question)
-    jinja = json.loads(tool(args, "greedy", gguf_path, prompt, 64, "--threads", "2", capture=True))
-    builtin = json.loads(tool(args, "greedy", gguf_path, question, 64, "--chat", "--threads", "2", capture=True))
+    options = args.logits_options
+    jinja = json.loads(tool(args, "greedy", gguf_path, prompt, 64, *options, capture=True))
+    builtin = json.loads(tool(args, "greedy", gguf_path, question, 64, "--chat", *options, capture=True))
 
     # transformers on the dequantized weights, same prompt ids, 64 greedy steps.
     import torch
@@ -158,7 +160,7 @@ def make_smollm2(args, tool):
         "llamacpp_jinja_prompt": jinja,
         "llamacpp_builtin_template": builtin,
         "hf_dequantized_ids": gen,
-        "note": "greedy, f32 KV cache, 2 threads; 'llamacpp_jinja_prompt' feeds the Jinja "
+        "note": "greedy, f32 KV cache, flash attention off, 2 threads; 'llamacpp_jinja_prompt' feeds the Jinja "
                 "rendering of tokenizer.chat_template (with its default system message), "
                 "'llamacpp_builtin_template' llama.cpp's built-in chatml rendering (none)",
     }
@@ -168,7 +170,7 @@ def make_smollm2(args, tool):
     # Logits on the first 10 prompt ids: full logits stay in target/, top-10 are committed.
     ids = jinja["prompt_ids"][:10]
     full = work / "logits.f32"
-    tool(args, "logits", gguf_path, ",".join(map(str, ids)), full, "--threads", "2", "--kv", "f32")
+    tool(args, "logits", gguf_path, ",".join(map(str, ids)), full, *options)
     n_vocab = 49152
     lc = reference.read_f32(full, n_vocab)
     deq = reference.logits_from_gguf(gguf_path, ids)
@@ -183,7 +185,7 @@ def make_smollm2(args, tool):
         "k": 10,
         "llamacpp_top": top,
         "max_abs_llamacpp_vs_hf_dequantized": reference.max_abs_diff(lc, deq),
-        "note": "llama.cpp logits (f32 KV, one batch, 2 threads); the full [10 x 49152] logits "
+        "note": "llama.cpp logits (f32 KV, flash attention off, one batch, 2 threads); the full [10 x 49152] logits "
                 "are not committed (2 MB): tools/make_gguf_fixtures.py smollm2 writes them to "
                 "target/g4/gguf-work/smollm2/",
     }, indent=1) + "\n")
