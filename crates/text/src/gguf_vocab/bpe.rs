@@ -26,7 +26,7 @@ pub(super) fn build(meta: &GgufVocab, c: &Checked) -> Result<HfTokenizer> {
         .preset
         .ok_or_else(|| meta.error(GgufVocab::KEY_PRE, "no pre-tokenizer for a gpt2 vocabulary"))?;
     let merges = parse_merges(meta, c)?;
-    let vocab: Vocab = c.ids.iter().map(|(t, &id)| (t.clone(), id)).collect();
+    let vocab: Vocab = c.ids.iter().map(|(t, &id)| (t.to_string(), id)).collect();
     let model = BPE::builder()
         .vocab_and_merges(vocab, merges)
         .ignore_merges(preset.ignore_merges)
@@ -60,8 +60,8 @@ fn pre_tokenizer(meta: &GgufVocab, preset: &Preset) -> Result<PreTokenizerWrappe
 }
 
 /// `"left right"` per merge, split at the first space after the first byte (as llama.cpp
-/// splits them); both sides and their concatenation must be tokens. A repeated merge keeps
-/// its first rank, as llama.cpp's rank table does.
+/// splits them); both sides and their concatenation must be tokens. A repeated merge (the
+/// same pair of token ids) keeps its first rank, as llama.cpp's rank table does.
 fn parse_merges(meta: &GgufVocab, c: &Checked) -> Result<Vec<(String, String)>> {
     let Some(lines) = &meta.merges else {
         return Err(meta.error(
@@ -85,15 +85,17 @@ fn parse_merges(meta: &GgufVocab, c: &Checked) -> Result<Vec<(String, String)>> 
             ));
         };
         let (left, right) = (&line[..at], &line[at + 1..]);
-        for part in [left, right, &format!("{left}{right}")] {
-            if !c.ids.contains_key(part) {
-                return Err(meta.error(
+        let id = |part: &str| {
+            c.ids.get(part).copied().ok_or_else(|| {
+                meta.error(
                     GgufVocab::KEY_MERGES,
                     format!("merge {i} {line:?} names {part:?}, which is not a token"),
-                ));
-            }
-        }
-        if seen.insert((left, right)) {
+                )
+            })
+        };
+        let pair = (id(left)?, id(right)?);
+        id(&format!("{left}{right}"))?;
+        if seen.insert(pair) {
             merges.push((left.to_string(), right.to_string()));
         }
     }

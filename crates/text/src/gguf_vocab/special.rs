@@ -17,10 +17,10 @@ pub(super) fn finish(tokenizer: &mut HfTokenizer, meta: &GgufVocab, c: &Checked)
     for (text, kind) in c.texts.iter().zip(&c.kinds) {
         match kind {
             TokenKind::Control | TokenKind::Unknown => {
-                special.push(AddedToken::from(text.clone(), true).normalized(false));
+                special.push(AddedToken::from(text.to_string(), true).normalized(false));
             }
             TokenKind::UserDefined => {
-                plain.push(AddedToken::from(text.clone(), false).normalized(false));
+                plain.push(AddedToken::from(text.to_string(), false).normalized(false));
             }
             _ => {}
         }
@@ -67,7 +67,7 @@ fn template(meta: &GgufVocab, c: &Checked) -> Result<Option<PostProcessorWrapper
     for id in bos.into_iter().chain(eos) {
         let text = &c.texts[id as usize];
         specials.insert(
-            text.clone(),
+            text.to_string(),
             serde_json::json!({"id": text, "ids": [id], "tokens": [text]}),
         );
     }

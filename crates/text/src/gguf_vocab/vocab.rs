@@ -1,6 +1,7 @@
 //! The metadata checked and resolved as llama.cpp's `llama_vocab::impl::load` resolves it:
 //! token texts, kinds, special ids and the BOS/EOS flags with their defaults.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::presets::Preset;
@@ -155,17 +156,18 @@ const EOG_BY_TEXT: &[&str] = &[
 /// Texts llama.cpp always treats as user-defined (rendered) tokens (gpt-oss).
 const USER_DEFINED_BY_TEXT: &[&str] = &["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"];
 
-/// The metadata, checked against itself and resolved.
+/// The metadata, checked against itself and resolved. Token texts borrow the metadata's (a
+/// 151 936-token vocabulary would otherwise be copied twice while the tokenizer is built).
 #[derive(Debug)]
-pub(crate) struct Checked {
+pub(crate) struct Checked<'a> {
     /// Token texts by id (an empty one named `[EMPTY_<id>]`, as llama.cpp names it).
-    pub texts: Vec<String>,
+    pub texts: Vec<Cow<'a, str>>,
     /// Token kinds by id.
     pub kinds: Vec<TokenKind>,
     /// Token scores by id (0 without scores).
     pub scores: Vec<f32>,
     /// Id of each text.
-    pub ids: HashMap<String, u32>,
+    pub ids: HashMap<Cow<'a, str>, u32>,
     /// The pre-tokenizer (`gpt2` vocabularies only).
     pub preset: Option<Preset>,
     /// BOS id, when there is one.
@@ -180,9 +182,9 @@ pub(crate) struct Checked {
     pub add_eos: bool,
 }
 
-impl Checked {
+impl<'a> Checked<'a> {
     /// Checks `meta` and resolves llama.cpp's defaults.
-    pub(crate) fn new(meta: &GgufVocab) -> Result<Checked> {
+    pub(crate) fn new(meta: &'a GgufVocab) -> Result<Checked<'a>> {
         let n = meta.tokens.len();
         if n == 0 {
             return Err(meta.error(GgufVocab::KEY_TOKENS, "the vocabulary has no tokens"));
@@ -216,10 +218,10 @@ impl Checked {
         let mut texts = Vec::with_capacity(n);
         let mut ids = HashMap::with_capacity(n);
         for (i, text) in meta.tokens.iter().enumerate() {
-            let text = if text.is_empty() {
-                format!("[EMPTY_{i}]")
+            let text: Cow<'a, str> = if text.is_empty() {
+                Cow::Owned(format!("[EMPTY_{i}]"))
             } else {
-                text.clone()
+                Cow::Borrowed(text)
             };
             if let Some(first) = ids.insert(text.clone(), i as u32) {
                 return Err(meta.error(
@@ -230,9 +232,9 @@ impl Checked {
             texts.push(text);
         }
         for (text, kind) in texts.iter().zip(kinds.iter_mut()) {
-            if USER_DEFINED_BY_TEXT.contains(&text.as_str()) {
+            if USER_DEFINED_BY_TEXT.contains(&text.as_ref()) {
                 *kind = TokenKind::UserDefined;
-            } else if CONTROL_BY_TEXT.contains(&text.as_str()) && !kind.is_split_out() {
+            } else if CONTROL_BY_TEXT.contains(&text.as_ref()) && !kind.is_split_out() {
                 *kind = TokenKind::Control;
             }
         }
