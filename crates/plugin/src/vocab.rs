@@ -18,7 +18,7 @@ pub struct EncodedVocab {
 impl EncodedVocab {
     /// Lays out `vocab`: one pass over its tokens.
     pub fn new(vocab: &Vocab) -> Self {
-        let total = vocab.tokens().iter().map(Vec::len).sum();
+        let total = vocab.tokens().map(<[u8]>::len).sum();
         let mut bytes = Vec::with_capacity(total);
         let mut offsets = Vec::with_capacity(vocab.len() + 1);
         offsets.push(0);

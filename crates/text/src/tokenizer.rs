@@ -157,10 +157,8 @@ impl Tokenizer {
     /// The vocabulary for the sampler pipeline: `size` tokens (the model's vocabulary size,
     /// which may exceed the tokenizer's; ids it does not know get no bytes) and the EOS ids.
     pub fn vocab(&self, size: usize, eos: Vec<u32>) -> sieve_core::Vocab {
-        let tokens = (0..size)
-            .map(|id| self.token_bytes(id as u32).unwrap_or_default())
-            .collect();
-        sieve_core::Vocab::new(tokens, eos)
+        let tokens = (0..size).map(|id| self.token_bytes(id as u32).unwrap_or_default());
+        sieve_core::Vocab::from_tokens(tokens, eos)
     }
 
     fn error(&self, e: impl std::fmt::Display) -> Error {

@@ -70,8 +70,8 @@ impl Breakers {
         let Some(&first) = s.first() else {
             return;
         };
-        let longest_token = vocab.tokens().iter().map(Vec::len).max().unwrap_or(0);
-        for (id, w) in vocab.tokens().iter().enumerate() {
+        let longest_token = vocab.tokens().map(<[u8]>::len).max().unwrap_or(0);
+        for (id, w) in vocab.tokens().enumerate() {
             let id = id as u32;
             if contains(w, s) {
                 self.insert(id, Vec::new());

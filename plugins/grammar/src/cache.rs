@@ -30,7 +30,8 @@ impl Key {
     /// The key of `source` over `vocab`.
     pub fn new(source: &Source, vocab: &Vocab) -> Self {
         let mut h = hasher_keys().build_hasher();
-        vocab.tokens().hash(&mut h);
+        vocab.len().hash(&mut h);
+        vocab.tokens().for_each(|token| token.hash(&mut h));
         vocab.eos().hash(&mut h);
         let grammar = match source {
             Source::JsonSchema(schema) => format!("json_schema\0{schema}"),

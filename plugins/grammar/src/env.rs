@@ -38,7 +38,6 @@ pub fn trie_words(vocab: &Vocab) -> Vec<Vec<u8>> {
     let eos = vocab.eos();
     vocab
         .tokens()
-        .iter()
         .enumerate()
         .map(|(id, bytes)| {
             if eos.contains(&(id as u32)) {
@@ -50,7 +49,7 @@ pub fn trie_words(vocab: &Vocab) -> Vec<Vec<u8>> {
             } else if bytes.len() > MAX_TOKEN_BYTES {
                 Vec::new()
             } else {
-                bytes.clone()
+                bytes.to_vec()
             }
         })
         .collect()

@@ -198,8 +198,7 @@ pub fn check_prompt_text(state: &AppState, text: &str, param: PromptParam) -> Re
     let longest = model
         .vocab
         .tokens()
-        .iter()
-        .map(Vec::len)
+        .map(<[u8]>::len)
         .max()
         .unwrap_or(1)
         .max(1);
